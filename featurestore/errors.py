@@ -1,0 +1,40 @@
+"""The one error root of `prior`.
+
+Every error the project raises on purpose derives from :class:`PriorError`; the subclasses also
+derive from the builtin they refine (as zarr-python does), so callers may catch either.
+Messages say what failed, where (file, row, field when known) and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PriorError(Exception):
+    """Root of all errors raised by `prior`."""
+
+
+class DataError(PriorError, ValueError):
+    """Input data cannot be used: a bad file, row or field."""
+
+    def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
+                 field: str | None = None) -> None:
+        where = ", ".join(
+            part for part in (
+                f"file {file}" if file is not None else "",
+                f"row {row}" if row is not None else "",
+                f"field {field!r}" if field is not None else "",
+            ) if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+        self.file, self.row, self.field = file, row, field
+
+
+class NotFoundError(PriorError, FileNotFoundError):
+    """A file, dataset, model or store entry that was asked for does not exist."""
+
+
+class StoreError(PriorError, RuntimeError):
+    """The feature store is damaged, locked or used inconsistently."""
+
+
+class ResourceError(PriorError, RuntimeError):
+    """A resource (WordNet, a parser model, embeddings, a backbone) is missing or unusable."""

@@ -1,0 +1,70 @@
+"""The parse record and the `DependencyParser` protocol every backend implements.
+
+spaCy tokenizes, tags, lemmatizes and finds entities for every backend, so the words of a
+sentence are the same whichever parser gives its heads and relations. A "sentence" of a
+dataset may hold several grammatical sentences (RTE, QNLI premises): its parse is then a
+forest, one root (head 0) per grammatical sentence, heads indexing the whole text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+PARSE_FIELDS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+
+
+@dataclass(frozen=True)
+class Parse:
+    """One analysed sentence; all fields have one entry per word.
+
+    heads are 1-based like CoNLL-U: heads[i] == 0 marks a root, heads[i] == j points to word j
+    (words[j - 1]). ents holds the entity type of the word's entity ("" outside entities).
+    """
+
+    words: tuple[str, ...]
+    lemmas: tuple[str, ...]
+    upos: tuple[str, ...]
+    tags: tuple[str, ...]
+    heads: tuple[int, ...]
+    rels: tuple[str, ...]
+    ents: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        n = len(self.words)
+        for name in PARSE_FIELDS[1:]:
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"Parse.{name} has {len(getattr(self, name))} entries for {n} words")
+        for i, h in enumerate(self.heads):
+            if not 0 <= h <= n or h == i + 1:
+                raise ValueError(f"Parse.heads[{i}] = {h} is not a valid head for {n} words")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def to_record(self) -> dict[str, list[Any]]:
+        return {name: list(getattr(self, name)) for name in PARSE_FIELDS}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Sequence[Any]]) -> Parse:
+        return cls(**{name: tuple(record[name]) for name in PARSE_FIELDS})
+
+
+@runtime_checkable
+class DependencyParser(Protocol):
+    """A backend that turns raw texts into `Parse` records, batched.
+
+    ``name`` is the backend's registry name; ``fingerprint()`` returns everything that
+    identifies its output (backend, model name, model checksum, settings) and feeds the parse
+    id of the store. ``parse_words`` parses pre-tokenized words (gold tokens, for evaluation)
+    and returns (heads, rels) per sentence.
+    """
+
+    name: str
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def parse(self, texts: Sequence[str]) -> list[Parse]: ...
+
+    def parse_words(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]: ...
