@@ -1,0 +1,86 @@
+"""File-system access for the store: a local directory or any fsspec URL.
+
+One small wrapper so the rest of `featurestore` never cares where the store lives. Commits
+rely on one atomic step: on a local file system a rename (``os.replace``); on object stores a
+single-object put, which is atomic there.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from pathlib import Path
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+
+class StoreFS:
+    """Paths inside the store are POSIX-style and relative to its root."""
+
+    def __init__(self, url: str | os.PathLike[str]) -> None:
+        text = os.fspath(url)
+        self.fs, root = fsspec.core.url_to_fs(text)
+        self.local = isinstance(self.fs, LocalFileSystem)
+        self.root = str(Path(root).resolve()) if self.local else root.rstrip("/")
+        self.url = self.root if self.local else text.rstrip("/")
+
+    def path(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.exists(self.path(rel))
+
+    def makedirs(self, rel: str) -> None:
+        self.fs.makedirs(self.path(rel), exist_ok=True)
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.fs.cat_file(self.path(rel))
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Write so that readers see either nothing or the whole file."""
+        target = self.path(rel)
+        if self.local:
+            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+            Path(tmp).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+        else:
+            self.fs.pipe_file(target, data)
+
+    def listdir(self, rel: str) -> list[str]:
+        """Names (not paths) directly under ``rel``; empty when it does not exist."""
+        try:
+            entries = self.fs.ls(self.path(rel), detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
+
+    def walk_files(self, rel: str) -> list[str]:
+        """All files below ``rel``, as store-relative paths."""
+        base = self.path(rel)
+        if not self.fs.exists(base):
+            return []
+        prefix = self.root.rstrip("/") + "/"
+        out = []
+        for full in self.fs.find(base):
+            full = full if not self.local else str(Path(full))
+            out.append(full[len(prefix):] if full.startswith(prefix) else full)
+        return sorted(out)
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self.path(rel)))
+
+    def remove(self, rel: str) -> None:
+        self.fs.rm(self.path(rel), recursive=True)
+
+    def open(self, rel: str, mode: str = "rb"):  # noqa: ANN201 - fsspec file object
+        return self.fs.open(self.path(rel), mode)

@@ -1,0 +1,422 @@
+"""The feature store: open it, write segments, read pairs, parses, features and resources.
+
+Layout below the store's root (a directory or an fsspec URL)::
+
+    STORE.json                    format marker
+    catalog/<segment>.json        committed segments (see catalog.py)
+    segments/<segment>/           a segment's own files:
+        pairs.parquet             kind "pairs":     one dataset split's rows (target: dataset, split)
+        sentences.parquet         kind "sentences": sent_key, text
+        parses.parquet            kind "parses":    one parse's records (target: parse id, fingerprint)
+        index.parquet + arrays/   kind "feature":   keys, offsets and shapes; Zarr v3 flat arrays
+        table.parquet + arrays/   kind "resource":  a content-keyed table (+ arrays): IDF, vocabularies
+
+Per-sentence results are keyed by sentence key, per-pair results by pair key (keys.py).
+A feature *entry* is ``name@version`` + resolved params + parse id (``keys.entry_key``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from featurestore import keys as keymod
+from featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
+from featurestore.errors import NotFoundError, StoreError
+from featurestore.fs import StoreFS
+from featurestore.tensors import flatten, read_flat, write_flat
+
+FORMAT = {"format": "prior-store", "version": 1}
+PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """A feature entry: what was computed, with which parameters, from which parse."""
+
+    key: str
+    name: str
+    version: int
+    params: dict[str, Any]
+    parse: str | None
+    scope: str  # "sentence" | "pair"
+    components: tuple[str, ...]
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def target(self) -> dict[str, Any]:
+        return {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
+                "parse": self.parse, "scope": self.scope, "components": list(self.components)}
+
+    @classmethod
+    def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
+        return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
+                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]))
+
+
+def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
+               components: Sequence[str]) -> EntryInfo:
+    if scope not in ("sentence", "pair"):
+        raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
+    return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
+                     params=dict(params), parse=parse, scope=scope, components=tuple(components))
+
+
+@dataclass
+class FeatureData:
+    """Every committed item of one entry, in memory: flat arrays + offsets and shapes.
+
+    ``get(key)`` returns component → array views (no copies). A key written twice (two
+    concurrent builds) resolves to its first committed copy.
+    """
+
+    entry: EntryInfo
+    keys: np.ndarray
+    index: dict[str, int]
+    flat: dict[str, np.ndarray]
+    offsets: dict[str, np.ndarray]
+    rows: dict[str, np.ndarray]
+    cols: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.index
+
+    def array(self, component: str, i: int) -> np.ndarray:
+        off, r, c = int(self.offsets[component][i]), int(self.rows[component][i]), int(self.cols[component][i])
+        if c < 0:
+            return self.flat[component][off:off + r]
+        return self.flat[component][off:off + r * c].reshape(r, c)
+
+    def get(self, key: str) -> dict[str, np.ndarray]:
+        try:
+            i = self.index[key]
+        except KeyError:
+            raise NotFoundError(f"{self.entry.spec} (entry {self.entry.key}) has no item for key {key}") from None
+        return {comp: self.array(comp, i) for comp in self.entry.components}
+
+    def get_many(self, keys: Iterable[str]) -> list[dict[str, np.ndarray]]:
+        return [self.get(k) for k in keys]
+
+    def positions(self, keys: Sequence[str]) -> np.ndarray:
+        """Row of each key in this table, -1 where absent."""
+        return np.fromiter((self.index.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    key: str
+    table: pa.Table
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_parquet(fs: StoreFS, rel: str, columns: Sequence[str] | None = None) -> pa.Table:
+    if fs.local:
+        return pq.read_table(fs.path(rel), columns=list(columns) if columns else None)
+    with fs.open(rel, "rb") as fh:
+        return pq.read_table(fh, columns=list(columns) if columns else None)
+
+
+def _write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
+    fs.makedirs(rel.rsplit("/", 1)[0])
+    with fs.open(rel, "wb") as fh:
+        pq.write_table(table, fh, compression="zstd")
+
+
+class Store:
+    """A feature store at a directory or fsspec URL. Cheap to open; reads the catalog lazily.
+
+    Writers (``write_*``) each produce one segment and commit it; they may run in any process
+    that can reach the store (Dask workers do). Readers see committed segments only.
+    """
+
+    def __init__(self, location: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.fs = StoreFS(location)
+        self.location = self.fs.url
+        if not self.fs.exists("STORE.json"):
+            if not create:
+                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build`")
+            self.fs.makedirs("catalog")
+            self.fs.makedirs(SEGMENTS)
+            self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
+        else:
+            fmt = json.loads(self.fs.read_bytes("STORE.json"))
+            if fmt.get("format") != FORMAT["format"] or int(fmt.get("version", 0)) > FORMAT["version"]:
+                raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
+        self._segments: list[Segment] | None = None
+
+    def __repr__(self) -> str:
+        return f"Store({self.location!r})"
+
+    # ---------------------------------------------------------------- catalog
+    def segments(self, kind: str | None = None, *, refresh: bool = False) -> list[Segment]:
+        if self._segments is None or refresh:
+            self._segments = read_catalog(self.fs)
+        return [s for s in self._segments if kind is None or s.kind == kind]
+
+    def refresh(self) -> None:
+        self._segments = None
+
+    def _commit(self, segment_id: str, kind: str, target: dict[str, Any], rows: int,
+                meta: dict[str, Any] | None = None) -> Segment:
+        segment = commit_segment(self.fs, segment_id, kind, target, rows, meta)
+        if self._segments is not None:
+            self._segments.append(segment)
+        return segment
+
+    # ---------------------------------------------------------------- pairs
+    def write_pairs(self, dataset: str, split: str, table: pa.Table, *, source_sha256: str,
+                    meta: dict[str, Any] | None = None) -> Segment | None:
+        """Record a dataset split's rows (columns: row, pair_key, key_a, key_b, label, id)."""
+        if table.num_rows == 0:
+            return None
+        required = {"row", "pair_key", "key_a", "key_b", "label"}
+        if missing := required - set(table.column_names):
+            raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
+        sid = new_segment_id()
+        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/pairs.parquet", table)
+        return self._commit(sid, "pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
+                            table.num_rows, meta)
+
+    def datasets(self) -> list[tuple[str, str]]:
+        return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
+
+    def pair_rows(self, dataset: str, split: str) -> pl.DataFrame:
+        """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
+        segs = [s for s in self.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
+        if not segs:
+            known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
+            raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
+                                f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
+        current = segs[-1].target["source_sha256"]
+        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/pairs.parquet"))
+                  for s in segs if s.target["source_sha256"] == current]
+        df = pl.concat(frames, how="vertical_relaxed")
+        return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
+
+    def pairs(self, dataset: str, split: str) -> pl.DataFrame:
+        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b."""
+        rows = self.pair_rows(dataset, split)
+        texts = self.sentences()
+        return (rows.join(texts.rename({"sent_key": "key_a", "text": "text_a"}), on="key_a", how="left")
+                    .join(texts.rename({"sent_key": "key_b", "text": "text_b"}), on="key_b", how="left")
+                    .sort("row"))
+
+    # ---------------------------------------------------------------- sentences and parses
+    def write_sentences(self, keys: Sequence[str], texts: Sequence[str]) -> Segment | None:
+        if not keys:
+            return None
+        sid = new_segment_id()
+        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/sentences.parquet",
+                       pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())}))
+        return self._commit(sid, "sentences", {}, len(keys))
+
+    def sentences(self) -> pl.DataFrame:
+        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/sentences.parquet"))
+                  for s in self.segments("sentences")]
+        if not frames:
+            return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
+        return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
+
+    def sentence_keys(self) -> set[str]:
+        keys: set[str] = set()
+        for s in self.segments("sentences"):
+            keys.update(_read_parquet(self.fs, f"{s.folder}/sentences.parquet", ["sent_key"])
+                        .column("sent_key").to_pylist())
+        return keys
+
+    def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
+                     records: Sequence[Mapping[str, Sequence[Any]]]) -> Segment | None:
+        if not keys:
+            return None
+        if len(keys) != len(records):
+            raise StoreError(f"{len(keys)} keys for {len(records)} parse records")
+        columns: dict[str, Any] = {"sent_key": pa.array(keys, pa.string())}
+        for col in PARSE_COLUMNS:
+            typ = pa.list_(pa.int32()) if col == "heads" else pa.list_(pa.string())
+            columns[col] = pa.array([list(r[col]) for r in records], typ)
+        sid = new_segment_id()
+        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/parses.parquet", pa.table(columns))
+        return self._commit(sid, "parses", {"parse": parse, "fingerprint": dict(fingerprint)}, len(keys))
+
+    def parse_ids(self) -> dict[str, dict[str, Any]]:
+        """Parse id → parser fingerprint, for every parse in the store."""
+        return {s.target["parse"]: s.target["fingerprint"] for s in self.segments("parses")}
+
+    def parsed_keys(self, parse: str) -> set[str]:
+        keys: set[str] = set()
+        for s in self.segments("parses"):
+            if s.target["parse"] == parse:
+                keys.update(_read_parquet(self.fs, f"{s.folder}/parses.parquet", ["sent_key"])
+                            .column("sent_key").to_pylist())
+        return keys
+
+    def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None) -> pl.DataFrame:
+        """Parse records (sent_key + list columns), of ``parse`` or the most recent parse."""
+        segs = self.segments("parses")
+        if not segs:
+            raise NotFoundError(f"{self.location} holds no parses yet; run `prior build`")
+        parse = parse or segs[-1].target["parse"]
+        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet"))
+                  for s in segs if s.target["parse"] == parse]
+        if not frames:
+            raise NotFoundError(f"{self.location} has no parse {parse}; present: {sorted(self.parse_ids())}")
+        df = pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
+        if sentence_keys is not None:
+            df = df.filter(pl.col("sent_key").is_in(list(sentence_keys)))
+        return df
+
+    # ---------------------------------------------------------------- features
+    def write_feature(self, entry: EntryInfo, keys: Sequence[str],
+                      items: Sequence[Mapping[str, np.ndarray]]) -> Segment | None:
+        """One segment of an entry: ``items[i]`` maps every component to key i's array."""
+        if not keys:
+            return None
+        if len(keys) != len(items):
+            raise StoreError(f"{entry.spec}: {len(keys)} keys for {len(items)} items")
+        columns: dict[str, Any] = {"key": pa.array(keys, pa.string())}
+        flats = {}
+        for comp in entry.components:
+            try:
+                arrays = [np.asarray(item[comp]) for item in items]
+            except KeyError:
+                raise StoreError(f"{entry.spec}: an item lacks component {comp!r}") from None
+            flats[comp], index_cols = flatten(comp, arrays)
+            columns.update({k: pa.array(v) for k, v in index_cols.items()})
+        sid = new_segment_id()
+        write_flat(self.fs, f"{SEGMENTS}/{sid}/arrays", flats)
+        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/index.parquet", pa.table(columns))
+        return self._commit(sid, "feature", entry.target(), len(keys),
+                            {"dtypes": {c: str(f.dtype) for c, f in flats.items()}})
+
+    def entries(self, name: str | None = None) -> list[EntryInfo]:
+        """Entries present, oldest first (by their first segment)."""
+        seen: dict[str, EntryInfo] = {}
+        for s in self.segments("feature"):
+            if name is None or s.target["name"] == name:
+                seen.setdefault(s.target["entry"], EntryInfo.from_target(s.target))
+        return list(seen.values())
+
+    def find_entry(self, name: str, *, params: Mapping[str, Any] | None = None, parse: str | None = None,
+                   version: int | None = None) -> EntryInfo:
+        """The most recent entry of ``name`` matching the given params (a subset), parse and version."""
+        found = [e for e in self.entries(name)
+                 if (version is None or e.version == version) and (parse is None or e.parse == parse)
+                 and all(e.params.get(k) == v for k, v in (params or {}).items())]
+        if not found:
+            have = ", ".join(f"{e.spec} {e.params}" for e in self.entries(name)) or "none"
+            raise NotFoundError(f"{self.location} has no {name!r} entry matching params={dict(params or {})} "
+                                f"parse={parse} version={version} (present: {have}); "
+                                f"run `prior build --features {name} --store {self.location}`")
+        return found[-1]
+
+    def existing_keys(self, entry: EntryInfo | str) -> set[str]:
+        key = entry if isinstance(entry, str) else entry.key
+        out: set[str] = set()
+        for s in self.segments("feature"):
+            if s.target["entry"] == key:
+                out.update(_read_parquet(self.fs, f"{s.folder}/index.parquet", ["key"]).column("key").to_pylist())
+        return out
+
+    def load_feature(self, entry: EntryInfo | str) -> FeatureData:
+        """All committed items of an entry, in memory (a few hundred bytes per item)."""
+        key = entry if isinstance(entry, str) else entry.key
+        segs = [s for s in self.segments("feature") if s.target["entry"] == key]
+        if not segs:
+            raise NotFoundError(f"{self.location} has no feature entry {key}")
+        info = EntryInfo.from_target(segs[0].target)
+        parts_keys, flat, offs, rows, cols = [], {c: [] for c in info.components}, {c: [] for c in info.components}, \
+            {c: [] for c in info.components}, {c: [] for c in info.components}
+        base = {c: 0 for c in info.components}
+        for s in segs:
+            idx = _read_parquet(self.fs, f"{s.folder}/index.parquet")
+            arrays = read_flat(self.fs, f"{s.folder}/arrays", info.components)
+            parts_keys.append(np.asarray(idx.column("key").to_pylist(), dtype=object))
+            for c in info.components:
+                flat[c].append(arrays[c])
+                offs[c].append(idx.column(f"{c}.offset").to_numpy().astype(np.int64) + base[c])
+                rows[c].append(idx.column(f"{c}.rows").to_numpy())
+                cols[c].append(idx.column(f"{c}.cols").to_numpy())
+                base[c] += int(arrays[c].shape[0])
+        all_keys = np.concatenate(parts_keys)
+        index: dict[str, int] = {}
+        for i, k in enumerate(all_keys):
+            index.setdefault(k, i)
+        return FeatureData(entry=info, keys=all_keys, index=index,
+                           flat={c: np.concatenate(v) for c, v in flat.items()},
+                           offsets={c: np.concatenate(v) for c, v in offs.items()},
+                           rows={c: np.concatenate(v).astype(np.int32) for c, v in rows.items()},
+                           cols={c: np.concatenate(v).astype(np.int32) for c, v in cols.items()})
+
+    # ---------------------------------------------------------------- resources
+    def write_resource(self, kind: str, table: pa.Table, *, arrays: Mapping[str, np.ndarray] | None = None,
+                       meta: Mapping[str, Any] | None = None) -> str:
+        """Store a content-keyed resource (an IDF table, a vocabulary + vectors); idempotent."""
+        arrays = dict(arrays or {})
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        parts = [kind.encode(), sink.getvalue(), keymod.canonical_json(dict(meta or {})).encode()]
+        for name in sorted(arrays):
+            a = np.ascontiguousarray(arrays[name])
+            parts += [name.encode(), str(a.dtype).encode(), str(a.shape).encode(), a.tobytes()]
+        key = keymod.digest(b"\x00".join(parts))
+        if any(s.target["key"] == key for s in self.segments("resource")):
+            return key
+        sid = new_segment_id()
+        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/table.parquet", table)
+        shapes = {name: list(np.shape(a)) for name, a in arrays.items()}
+        if arrays:
+            write_flat(self.fs, f"{SEGMENTS}/{sid}/arrays", {n: np.ascontiguousarray(a).ravel() for n, a in arrays.items()})
+        self._commit(sid, "resource", {"key": key, "kind": kind, "meta": dict(meta or {}), "shapes": shapes},
+                     table.num_rows)
+        return key
+
+    def find_resources(self, kind: str, **meta: Any) -> list[str]:
+        return [s.target["key"] for s in self.segments("resource")
+                if s.target["kind"] == kind and all(s.target["meta"].get(k) == v for k, v in meta.items())]
+
+    def read_resource(self, key: str) -> Resource:
+        for s in self.segments("resource"):
+            if s.target["key"] == key:
+                table = _read_parquet(self.fs, f"{s.folder}/table.parquet")
+                shapes = s.target.get("shapes", {})
+                flats = read_flat(self.fs, f"{s.folder}/arrays", list(shapes)) if shapes else {}
+                arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
+                return Resource(kind=s.target["kind"], key=key, table=table, arrays=arrays, meta=s.target["meta"])
+        raise NotFoundError(f"{self.location} has no resource {key}")
+
+    # ---------------------------------------------------------------- views
+    def frame(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
+              parse: str | None = None) -> pl.DataFrame:
+        """One row per pair: texts, label, both parses and the feature's matrices (nested lists)."""
+        from featurestore.frame import build_frame
+
+        return build_frame(self, feature, dataset=dataset, split=split, params=params, parse=parse)
+
+    def size_bytes(self) -> int:
+        return sum(f["size"] for s in self.segments() for f in s.files.values())
+
+
+def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
+    """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``."""
+    if location is None:
+        from featurestore.paths import default_store
+
+        location = default_store()
+    return Store(location, create=create)

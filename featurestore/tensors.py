@@ -1,0 +1,91 @@
+"""Ragged word-level arrays in Zarr v3: flattened 1-D arrays with offsets and shapes.
+
+Zarr has no ragged arrays, so a segment keeps, per component, every item's array flattened
+into one 1-D Zarr array (one chunk, zstd) and records each item's offset and shape in the
+segment's Parquet index: ``<component>.offset`` (int64), ``<component>.rows`` and
+``<component>.cols`` (int32; cols is -1 for a 1-D vector). Arrays of one or two dimensions
+are supported — every feature of the papers is a word vector or a word matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import zarr
+from zarr.codecs import ZstdCodec
+
+from featurestore.errors import StoreError
+from featurestore.fs import StoreFS
+
+ZSTD_LEVEL = 5
+
+
+def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> zarr.abc.store.Store:
+    if fs.local:
+        return zarr.storage.LocalStore(fs.path(rel), read_only=read_only)
+    return zarr.storage.FsspecStore.from_url(f"{fs.url}/{rel}", read_only=read_only)
+
+
+def flatten(name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One flat array and the index columns for a component's arrays (all of one dtype)."""
+    if not arrays:
+        return np.zeros(0, dtype=np.float32), {f"{name}.offset": np.zeros(0, np.int64),
+                                                f"{name}.rows": np.zeros(0, np.int32),
+                                                f"{name}.cols": np.zeros(0, np.int32)}
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    rows = np.empty(len(arrays), np.int32)
+    cols = np.empty(len(arrays), np.int32)
+    for i, a in enumerate(arrays):
+        if a.ndim == 1:
+            rows[i], cols[i] = a.shape[0], -1
+        elif a.ndim == 2:
+            rows[i], cols[i] = a.shape
+        else:
+            raise StoreError(f"component {name!r}: item {i} has {a.ndim} dimensions; only 1 or 2 are stored")
+    sizes = np.where(cols < 0, rows, rows.astype(np.int64) * np.maximum(cols, 0)).astype(np.int64)
+    offsets = np.zeros(len(arrays), np.int64)
+    np.cumsum(sizes[:-1], out=offsets[1:])
+    flat = np.concatenate([np.ascontiguousarray(a, dtype=dtype).ravel() for a in arrays])
+    return flat, {f"{name}.offset": offsets, f"{name}.rows": rows, f"{name}.cols": cols}
+
+
+def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray]) -> None:
+    group = zarr.open_group(zarr_store(fs, rel, read_only=False), mode="w")
+    for name, flat in flats.items():
+        arr = group.create_array(name=name, shape=flat.shape, dtype=flat.dtype,
+                                 chunks=(max(1, flat.shape[0]),), compressors=ZstdCodec(level=ZSTD_LEVEL))
+        if flat.size:
+            arr[:] = flat
+
+
+def read_flat(fs: StoreFS, rel: str, names: Sequence[str]) -> dict[str, np.ndarray]:
+    group = zarr.open_group(zarr_store(fs, rel, read_only=True), mode="r")
+    return {name: np.asarray(group[name][:]) for name in names}
+
+
+def nested_column(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                  index: np.ndarray) -> pa.Array:
+    """Arrow list column of the items at ``index`` (-1 = null): vectors as lists, matrices as
+    lists of rows. Built without Python loops over cells."""
+    present = index >= 0
+    safe = np.where(present, index, 0)
+    r, c, off = rows[safe], cols[safe], offsets[safe]
+    r = np.where(present, r, 0)
+    matrix = bool(np.any(c[present] >= 0)) if present.any() else False
+    sizes = np.where(present, np.where(c < 0, r, r.astype(np.int64) * np.maximum(c, 0)), 0).astype(np.int64)
+    total = int(sizes.sum())
+    # gather the items' values into one contiguous buffer
+    starts = np.repeat(off - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    values = flat[np.arange(total, dtype=np.int64) + starts] if total else flat[:0]
+    value_arr = pa.array(values)
+    mask = pa.array(~present)
+    if not matrix:
+        outer = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return pa.LargeListArray.from_arrays(pa.array(outer), value_arr, mask=mask)
+    row_len = np.repeat(np.maximum(c, 0), r)
+    inner = np.concatenate([[0], np.cumsum(row_len)]).astype(np.int64)
+    outer = np.concatenate([[0], np.cumsum(r)]).astype(np.int64)
+    inner_arr = pa.LargeListArray.from_arrays(pa.array(inner), value_arr)
+    return pa.LargeListArray.from_arrays(pa.array(outer), inner_arr, mask=mask)
