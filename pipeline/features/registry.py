@@ -1,0 +1,44 @@
+"""Feature sets by CLI name. One name may build several store entries (``dep`` builds the
+per-pair DAFA matrices and the per-sentence tf-idf weights). Imports are lazy, so listing or
+building one feature never loads another's resources."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from featurestore.errors import PriorError
+
+if TYPE_CHECKING:
+    from pipeline.build import BuildOptions
+    from pipeline.features.base import Feature
+
+
+def _sdoi(options: BuildOptions) -> list[Feature]:
+    from pipeline.features.sdoi import SdoiFeature
+
+    return [SdoiFeature(**options.feature_options.get("sdoi", {}))]
+
+
+def _wup(options: BuildOptions) -> list[Feature]:
+    from pipeline.features.wup import WupFeature
+
+    return [WupFeature(**options.feature_options.get("wup", {}))]
+
+
+FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
+    "sdoi": _sdoi,
+    "wup": _wup,
+}
+
+
+def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[Feature]:
+    """The features to build for CLI names, in order, each entry once."""
+    out: list[Any] = []
+    for name in names:
+        if name not in FEATURE_SETS:
+            raise PriorError(f"unknown feature {name!r}; known: {', '.join(sorted(FEATURE_SETS))}")
+        for feature in FEATURE_SETS[name](options):
+            if all(f.name != feature.name for f in out):
+                out.append(feature)
+    return out

@@ -1,0 +1,76 @@
+"""What runs on a Dask worker (or in-process): one partition of parsing or of a feature.
+
+Each call writes its results as one segment and commits it before returning, so finished
+partitions survive a crash of the build. Parsers and features are set up once per worker
+process and cached here, keyed by what identifies them (parser spec, entry key).
+A failing batch is retried item by item so that one bad sentence costs one counted failure,
+never the partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from featurestore import open_store
+from featurestore.store import EntryInfo
+from pipeline.parsers.base import Parse
+
+_FEATURES: dict[str, Any] = {}
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
+                    keys: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+    from pipeline.parsers import get_parser
+
+    parser = get_parser(parser_spec)
+    try:
+        parses: list[Parse | None] = list(parser.parse(texts))
+        failures: list[tuple[str, str]] = []
+    except Exception:  # noqa: BLE001 - isolate the bad sentence(s), below
+        parses, failures = [], []
+        for key, text in zip(keys, texts):
+            try:
+                parses.append(parser.parse([text])[0])
+            except Exception as exc:  # noqa: BLE001
+                parses.append(None)
+                failures.append((key, _short(exc)))
+    ok = [(k, p) for k, p in zip(keys, parses) if p is not None]
+    open_store(store_url).write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok])
+    return {"done": len(ok), "failures": failures}
+
+
+def _feature(feature: Any, entry_key: str) -> Any:
+    cached = _FEATURES.get(entry_key)
+    if cached is None:
+        feature.setup()
+        _FEATURES[entry_key] = cached = feature
+    return cached
+
+
+def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
+                      payload: Sequence[Any]) -> dict[str, Any]:
+    entry = EntryInfo.from_target(target)
+    feature = _feature(feature, entry.key)
+    if entry.scope == "sentence":
+        items: list[Any] = [Parse.from_record(r) for r in payload]
+    else:
+        items = [(Parse.from_record(a), Parse.from_record(b)) for a, b in payload]
+    try:
+        results: list[Any] = list(feature.compute(items))
+        failures: list[tuple[str, str]] = []
+    except Exception:  # noqa: BLE001 - retry one by one to isolate failures
+        results, failures = [], []
+        for key, item in zip(keys, items):
+            try:
+                results.append(feature.compute([item])[0])
+            except Exception as exc:  # noqa: BLE001
+                results.append(None)
+                failures.append((key, _short(exc)))
+    ok = [(k, r) for k, r in zip(keys, results) if r is not None]
+    open_store(store_url).write_feature(entry, [k for k, _ in ok], [r for _, r in ok])
+    return {"done": len(ok), "failures": failures}
