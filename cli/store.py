@@ -77,3 +77,29 @@ def gc_cmd(store: StoreOpt = None,
     for rel in report.removed:
         console.print(("would remove " if dry_run else "removed ") + rel)
     console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))
+
+
+@app.command("frame")
+@friendly_errors
+def frame_cmd(feature: Annotated[str, typer.Option(help="Feature or view name (sdoi, wup, dep, emb).")],
+              dataset: Annotated[str, typer.Option(help="Dataset name as stored.")],
+              split: Annotated[str, typer.Option(help="Split.")] = "test",
+              store: StoreOpt = None,
+              rows: Annotated[int, typer.Option(min=1, help="How many pairs to show.")] = 3) -> None:
+    """Preview `store.frame(feature, dataset, split)`: the Polars frame and a few matrices."""
+    import numpy as np
+    import polars as pl
+
+    from featurestore import open_store
+
+    df = open_store(store, create=False).frame(feature, dataset=dataset, split=split)
+    matrix_cols = [c for c, t in df.schema.items() if isinstance(t, pl.List) and isinstance(t.inner, pl.List)]
+    with pl.Config(tbl_rows=rows, fmt_str_lengths=40, tbl_width_chars=120):
+        console.print(df.select(["row", "label", "text_a", "text_b", *matrix_cols]).head(rows))
+    np.set_printoptions(precision=2, suppress=True, linewidth=140)
+    for rec in df.head(rows).iter_rows(named=True):
+        console.print(f"\n[bold]row {rec['row']}[/] A: {' '.join(rec['words_a'])}\n        B: {' '.join(rec['words_b'])}")
+        for col in matrix_cols:
+            if rec[col] is not None:
+                console.print(f"{col} {np.array(rec[col]).shape}:\n{np.array(rec[col])}")
+    console.print(f"\n{df.height} pairs; frame columns: {', '.join(df.columns)}")

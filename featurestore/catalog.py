@@ -85,13 +85,22 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     return segment
 
 
-def read_catalog(fs: StoreFS) -> list[Segment]:
-    """Committed segments, oldest first. Temporary files of unfinished commits are ignored."""
+def read_catalog(fs: StoreFS, damaged: list[str] | None = None) -> list[Segment]:
+    """Committed segments, oldest first. Temporary files of unfinished commits are ignored.
+
+    A damaged record raises StoreError, unless ``damaged`` is given: then its path is appended
+    there and the record skipped (``verify`` and ``gc --drop-damaged`` use this).
+    """
     segments = []
     for name in fs.listdir(CATALOG):
         if not name.endswith(".json") or ".tmp-" in name:
             continue
-        segments.append(Segment.from_json(fs.read_bytes(f"{CATALOG}/{name}").decode("utf-8"),
-                                          source=f"{CATALOG}/{name}"))
+        try:
+            segments.append(Segment.from_json(fs.read_bytes(f"{CATALOG}/{name}").decode("utf-8", "replace"),
+                                              source=f"{CATALOG}/{name}"))
+        except StoreError:
+            if damaged is None:
+                raise
+            damaged.append(f"{CATALOG}/{name}")
     segments.sort(key=lambda s: s.id)
     return segments

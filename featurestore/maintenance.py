@@ -6,8 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest
-from featurestore.errors import StoreError
+from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, read_catalog
 from featurestore.store import Store
 
 
@@ -62,12 +61,10 @@ class VerifyReport:
 def verify_store(store: Store) -> VerifyReport:
     """Check every committed file's size and blake2b; list uncommitted leftovers."""
     report = VerifyReport()
-    try:
-        segments = store.segments(refresh=True)
-    except StoreError as exc:
-        report.damaged.append(str(exc))
-        return report
     fs = store.fs
+    bad_records: list[str] = []
+    segments = read_catalog(fs, damaged=bad_records)
+    report.damaged += [f"catalog record {rel} is damaged (unreadable JSON or fields)" for rel in bad_records]
     for seg in segments:
         report.checked_segments += 1
         for inner, expected in sorted(seg.files.items()):
@@ -110,13 +107,15 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False)
     record first, then their files), so that a rebuild recomputes exactly those keys.
     """
     fs = store.fs
-    segments = store.segments(refresh=True)
+    bad_records: list[str] = []
+    segments = read_catalog(fs, damaged=bad_records)
     committed = {s.id for s in segments}
     targets = [f"{SEGMENTS}/{name}" for name in fs.listdir(SEGMENTS) if name not in committed]
     targets += [f"{CATALOG}/{name}" for name in fs.listdir(CATALOG) if ".tmp-" in name]
     damaged_ids: list[str] = []
     if drop_damaged:
         damaged_ids = sorted({line.split()[1] for line in verify_store(store).damaged if line.startswith("segment ")})
+        targets += bad_records
     size = 0
     for rel in targets:
         size += sum(fs.size(f) for f in fs.walk_files(rel)) if not rel.startswith(CATALOG) else fs.size(rel)

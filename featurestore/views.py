@@ -12,7 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
+
+from featurestore.errors import PriorError
 
 
 @dataclass(frozen=True)
@@ -27,3 +30,64 @@ VIEWS: dict[str, View] = {}
 
 def register_view(name: str, view: View) -> None:
     VIEWS[name] = view
+
+
+# --------------------------------------------------------------------------- DAFA (`dep`)
+def dafa_matrix(trigram: np.ndarray, subgraph: np.ndarray, tf_a: np.ndarray, tf_b: np.ndarray, *,
+                use_trigram: bool = True, use_subgraph: bool = True, use_tfidf: bool = True) -> np.ndarray:
+    """DAFA's final matrix (dafa.txt eq. 5): M_F = |M + S| · tf_A tf_Bᵀ, n×m float32.
+
+    The switches give the paper's ablations from the same stored components: without the
+    trigram matrix M (|S| · tf tfᵀ), without the subgraph matrix S (|M| · tf tfᵀ), without the
+    tf-idf weights (|M + S|). With both M and S switched off the matrix is all zeros.
+    Trainers call this directly on the arrays of ``FeatureData.get`` (trainers import only
+    featurestore).
+    """
+    n, m = np.shape(trigram)
+    base = np.zeros((n, m), dtype=np.float32)
+    if use_trigram:
+        base = base + np.asarray(trigram, dtype=np.float32)
+    if use_subgraph:
+        base = base + np.asarray(subgraph, dtype=np.float32)
+    out = np.abs(base)
+    if use_tfidf:
+        out = out * np.outer(np.asarray(tf_a, dtype=np.float32), np.asarray(tf_b, dtype=np.float32))
+    return out.astype(np.float32, copy=False)
+
+
+DEP_OPTIONS: dict[str, Any] = {"trigram": True, "subgraph": True, "tfidf": True}
+
+
+def _derive_dep(df: pl.DataFrame, options: dict[str, Any]) -> pl.DataFrame:
+    """Add column ``dep`` (M_F, or the ablation ``options`` ask for) beside the components.
+
+    Needs columns dep_trigram, dep_subgraph (pair entry ``dep``) and tfidf_a, tfidf_b
+    (sentence entry ``tfidf``); a pair lacking any of them gets a null ``dep``.
+    """
+    opts = {**DEP_OPTIONS, **options}
+    unknown = set(opts) - set(DEP_OPTIONS)
+    if unknown:
+        raise PriorError(f"unknown dep view options {sorted(unknown)}; known: {sorted(DEP_OPTIONS)}")
+    out: list[list[list[float]] | None] = []
+    for tri, sub, ta, tb in zip(df["dep_trigram"].to_list(), df["dep_subgraph"].to_list(),
+                                df["tfidf_a"].to_list(), df["tfidf_b"].to_list()):
+        if tri is None or sub is None or ta is None or tb is None:
+            out.append(None)
+            continue
+        n, m = len(ta), len(tb)
+        matrix = dafa_matrix(np.asarray(tri, dtype=np.float32).reshape(n, m),
+                             np.asarray(sub, dtype=np.float32).reshape(n, m),
+                             np.asarray(ta, dtype=np.float32), np.asarray(tb, dtype=np.float32),
+                             use_trigram=opts["trigram"], use_subgraph=opts["subgraph"],
+                             use_tfidf=opts["tfidf"])
+        out.append(matrix.tolist())
+    return df.with_columns(pl.Series("dep", out, dtype=pl.List(pl.List(pl.Float32))))
+
+
+register_view("dep", View(entries=("dep", "tfidf"), derive=_derive_dep))
+register_view("dep-no-trigram", View(entries=("dep", "tfidf"), derive=_derive_dep,
+                                     options={"trigram": False}))
+register_view("dep-no-subgraph", View(entries=("dep", "tfidf"), derive=_derive_dep,
+                                      options={"subgraph": False}))
+register_view("dep-no-tfidf", View(entries=("dep", "tfidf"), derive=_derive_dep,
+                                   options={"tfidf": False}))

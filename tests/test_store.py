@@ -1,0 +1,171 @@
+import os
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from featurestore import NotFoundError, StoreError, make_entry, open_store
+from featurestore import keys as K
+from featurestore.catalog import new_segment_id
+from featurestore.maintenance import gc_store, store_info, verify_store
+
+
+def _record(n: int) -> dict:
+    return {"words": [f"w{i}" for i in range(n)], "lemmas": [f"w{i}" for i in range(n)], "upos": ["NOUN"] * n,
+            "tags": ["NN"] * n, "heads": [0] + [1] * (n - 1), "rels": ["root"] + ["dep"] * (n - 1), "ents": [""] * n}
+
+
+@pytest.fixture
+def toy(tmp_path):
+    """A store with one split of two pairs, their parses, a pair and a sentence feature."""
+    store = open_store(tmp_path / "store")
+    texts = ["a b", "c d e", "f"]
+    ks = [K.sentence_key(t) for t in texts]
+    store.write_sentences(ks, texts)
+    store.write_parses("p1", {"backend": "fake"}, ks, [_record(2), _record(3), _record(1)])
+    pairs = [(ks[0], ks[1]), (ks[2], ks[0])]
+    pks = [K.pair_key(a, b) for a, b in pairs]
+    store.write_pairs("toy", "test", pa.table({
+        "row": [2, 3], "pair_key": pks, "key_a": [a for a, _ in pairs], "key_b": [b for _, b in pairs],
+        "label": ["yes", "no"], "id": ["x", None]}), source_sha256="s1")
+    wup = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    mats = [np.arange(6, dtype=np.float32).reshape(2, 3), np.full((1, 2), 0.5, np.float32)]
+    store.write_feature(wup, pks, [{"wup": m} for m in mats])
+    sdoi = make_entry("sdoi", 1, {}, "p1", "sentence", ["sdoi"])
+    store.write_feature(sdoi, ks, [{"sdoi": np.eye(n, dtype=np.uint8)} for n in (2, 3, 1)])
+    return store, ks, pks, mats
+
+
+def test_store_feature_roundtrip_survives_reopen(toy):
+    store, ks, pks, mats = toy
+    again = open_store(store.location, create=False)
+    data = again.load_feature(again.find_entry("wup"))
+    for pk, m in zip(pks, mats):
+        np.testing.assert_array_equal(data.get(pk)["wup"], m)
+    assert data.get(pks[0])["wup"].dtype == np.float32
+    with pytest.raises(NotFoundError):
+        data.get("missing")
+
+
+def test_store_frame_joins_pairs_parses_and_matrices(toy):
+    store, ks, pks, mats = toy
+    df = store.frame("wup", dataset="toy", split="test")
+    assert df["pair_key"].to_list() == pks
+    assert df["text_a"].to_list() == ["a b", "f"]
+    assert df["words_b"][0].to_list() == ["w0", "w1", "w2"]
+    assert df["heads_b"][0].to_list() == [0, 1, 1]
+    assert np.array(df["wup"][0].to_list()).tolist() == mats[0].tolist()
+    sd = store.frame("sdoi", dataset="toy", split="test")
+    assert np.array(sd["sdoi_b"][0].to_list()).tolist() == np.eye(3).tolist()
+    assert np.array(sd["sdoi_a"][1].to_list()).tolist() == [[1]]
+
+
+def test_store_frame_shows_null_for_pairs_not_built(toy):
+    store, ks, pks, _ = toy
+    extra = make_entry("wup", 1, {"k": 2}, "p1", "pair", ["wup"])
+    store.write_feature(extra, [pks[1]], [{"wup": np.ones((1, 2), np.float32)}])
+    df = store.frame("wup", dataset="toy", split="test", params={"k": 2})
+    assert df["wup"][0] is None and df["wup"][1].to_list() == [[1.0, 1.0]]
+
+
+def test_store_parquet_tables_readable_by_polars_directly(toy):
+    store, *_ = toy
+    pairs = pl.scan_parquet(os.path.join(store.location, "segments", "*", "pairs.parquet")).collect()
+    assert pairs.height == 2 and set(pairs.columns) >= {"pair_key", "key_a", "key_b", "label"}
+
+
+def test_store_uncommitted_segment_is_invisible_and_gc_removes_it(toy):
+    store, ks, pks, _ = toy
+    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    before = len(open_store(store.location).load_feature(entry))
+    # a writer that died after writing its files but before its catalog record
+    sid = new_segment_id()
+    leftover = os.path.join(store.location, "segments", sid)
+    os.makedirs(leftover)
+    with open(os.path.join(leftover, "index.parquet"), "wb") as fh:
+        fh.write(b"half")
+    fresh = open_store(store.location)
+    assert len(fresh.load_feature(entry)) == before
+    report = verify_store(fresh)
+    assert report.ok and report.leftovers == [sid]
+    dry = gc_store(fresh, dry_run=True)
+    assert dry.removed == [f"segments/{sid}"] and os.path.exists(leftover)
+    gc_store(fresh)
+    assert not os.path.exists(leftover)
+
+
+def test_store_verify_detects_changed_and_missing_files(toy):
+    store, *_ = toy
+    assert verify_store(store).ok
+    seg = store.segments("feature")[0]
+    path = os.path.join(store.location, seg.folder, "index.parquet")
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+    report = verify_store(open_store(store.location))
+    assert not report.ok and seg.id in report.damaged[0] and "checksum" in report.damaged[0]
+    os.remove(os.path.join(store.location, store.segments("parses")[0].folder, "parses.parquet"))
+    report = verify_store(open_store(store.location))
+    assert len(report.damaged) == 2 and any("missing file" in line for line in report.damaged)
+    gc_store(open_store(store.location), drop_damaged=True)
+    assert verify_store(open_store(store.location)).ok
+
+
+def test_store_damaged_catalog_record_is_reported(toy):
+    store, *_ = toy
+    name = sorted(os.listdir(os.path.join(store.location, "catalog")))[0]
+    open(os.path.join(store.location, "catalog", name), "w").write("{not json")
+    with pytest.raises(StoreError, match="prior store verify"):
+        open_store(store.location).segments()
+    report = verify_store(open_store(store.location))
+    assert not report.ok and name in report.damaged[0]
+    gc_store(open_store(store.location), drop_damaged=True)
+    assert verify_store(open_store(store.location)).ok
+
+
+def test_store_resources_are_content_keyed_and_idempotent(toy):
+    store, *_ = toy
+    table = pa.table({"word": ["a", "b"], "idf": [1.0, 2.0]})
+    vecs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    k1 = store.write_resource("vocab", table, arrays={"vectors": vecs}, meta={"source": "x"})
+    k2 = store.write_resource("vocab", table, arrays={"vectors": vecs}, meta={"source": "x"})
+    assert k1 == k2 and len(store.segments("resource")) == 1
+    res = open_store(store.location).read_resource(k1)
+    np.testing.assert_array_equal(res.arrays["vectors"], vecs)
+    assert res.table.equals(table) and res.meta == {"source": "x"}
+    k3 = store.write_resource("vocab", table, arrays={"vectors": vecs + 1}, meta={"source": "x"})
+    assert k3 != k1 and store.find_resources("vocab", source="x") == [k1, k3]
+
+
+def test_store_rejects_bad_writes_without_touching_content(toy):
+    store, ks, pks, _ = toy
+    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    n_segments = len(store.segments())
+    with pytest.raises(StoreError, match="3 dimensions"):
+        store.write_feature(entry, [pks[0]], [{"wup": np.zeros((1, 1, 1))}])
+    with pytest.raises(StoreError, match="lacks component"):
+        store.write_feature(entry, [pks[0]], [{"other": np.zeros((1, 1))}])
+    assert len(open_store(store.location).segments()) == n_segments
+    with pytest.raises(NotFoundError, match="no pairs of toy/dev"):
+        store.pairs("toy", "dev")
+    with pytest.raises(NotFoundError, match="prior build --features dep"):
+        store.find_entry("dep")
+
+
+def test_store_new_source_supersedes_old_rows(toy):
+    store, ks, pks, _ = toy
+    store.write_pairs("toy", "test", pa.table({"row": [2], "pair_key": [pks[1]], "key_a": [ks[2]], "key_b": [ks[0]],
+                                               "label": ["no"], "id": [None]}), source_sha256="s2")
+    assert store.pair_rows("toy", "test")["pair_key"].to_list() == [pks[1]]
+
+
+def test_store_open_by_file_url_and_info(toy, tmp_path):
+    store, *_ = toy
+    via_url = open_store("file://" + store.location, create=False)
+    assert len(via_url.load_feature(via_url.find_entry("sdoi"))) == 3
+    info = store_info(via_url)
+    assert info.datasets == [{"dataset": "toy", "split": "test", "rows_written": 2}]
+    assert {e["feature"] for e in info.entries} == {"wup@1", "sdoi@1"}
+    with pytest.raises(NotFoundError):
+        open_store(tmp_path / "nothing", create=False)
