@@ -180,9 +180,11 @@ class _Runner:
 
     @property
     def workers(self) -> int:
-        if self.client is None:
-            return max(1, self.options.workers)
-        return max(1, len(self.client.scheduler_info().get("workers", {})))
+        """Worker count for partitioning; asks an external scheduler, never starts a local cluster."""
+        if self.options.scheduler:
+            self._start()
+            return max(1, len(self.client.scheduler_info().get("workers", {})))
+        return max(1, self.options.workers)
 
     def close(self) -> None:
         if self.client is not None:
@@ -328,8 +330,7 @@ def build(options: BuildOptions) -> BuildReport:
                 progress.advance(bar, result["done"] + len(result["failures"]))
 
             calls = [(store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part])
-                     for part in _partitions(todo, runner.workers if options.scheduler else max(1, options.workers),
-                                             options.partition_size)]
+                     for part in _partitions(todo, runner.workers, options.partition_size)]
             runner.run(worker.parse_partition, calls, parsed_done)
             stage.seconds = time.perf_counter() - t0
             report.stages.append(stage)
@@ -369,8 +370,7 @@ def build(options: BuildOptions) -> BuildReport:
                     total = len(pair_items)
                 stage = StageReport(f"feature {feature.name}", items=total, reused=total - len(todo_items))
                 bar = progress.add_task(feature.name, total=len(todo_items))
-                parts = _partitions(todo_items, runner.workers if options.scheduler else max(1, options.workers),
-                                    options.partition_size)
+                parts = _partitions(todo_items, runner.workers, options.partition_size)
                 calls = []
                 for part in parts:
                     if feature.scope == "sentence":

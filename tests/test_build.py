@@ -1,0 +1,176 @@
+"""The build end to end on bundled data with the spaCy backend (sdoi only unless stated:
+it needs no resources, so these tests isolate the orchestration)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from featurestore import NotFoundError, PriorError, open_store
+from pipeline.build import BuildOptions, build
+from pipeline.features.sdoi import sdoi_mask
+from pipeline.parsers import get_parser
+
+
+def _opts(store, **kw) -> BuildOptions:
+    base = dict(dataset="snli", splits=("test",), features=("sdoi",), store=str(store), parser="spacy",
+                limit=12, workers=0, progress=False)
+    base.update(kw)
+    return BuildOptions(**base)
+
+
+def _frame_rows(store_dir, feature="sdoi", dataset="snli", split="test"):
+    df = open_store(store_dir).frame(feature, dataset=dataset, split=split)
+    return df.drop([c for c in df.columns if c.endswith("_key") or c.startswith("key_")]).to_dicts()
+
+
+def test_build_snli_slice_then_noop_rerun(tmp_path):
+    report = build(_opts(tmp_path / "s"))
+    assert report.splits[0].pairs == 12 and report.stage("feature sdoi").computed > 0
+    df = open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test")
+    assert df.height == 12
+    for rec in df.iter_rows(named=True):
+        assert np.array(rec["sdoi_a"]).tolist() == sdoi_mask(rec["heads_a"]).tolist()
+        assert len(rec["words_b"]) == len(rec["sdoi_b"])
+    again = build(_opts(tmp_path / "s"))
+    assert again.computed == 0
+    assert again.stage("parse").reused == report.stage("parse").items
+    assert again.stage("feature sdoi").reused == report.stage("feature sdoi").items
+
+
+def test_build_larger_limit_computes_only_new_rows(tmp_path):
+    first = build(_opts(tmp_path / "s", limit=6))
+    second = build(_opts(tmp_path / "s", limit=12))
+    assert second.splits[0].new_rows == 6
+    assert 0 < second.stage("parse").computed < first.stage("parse").computed + 12
+    assert open_store(tmp_path / "s").pairs("snli", "test").height == 12
+
+
+def test_build_second_dataset_reuses_shared_parses(tmp_path):
+    build(_opts(tmp_path / "s", dataset="sick", splits=("test",), limit=10))
+    report = build(_opts(tmp_path / "s", dataset="sick-r", splits=("test",), limit=10))
+    parse = report.stage("parse")
+    assert parse.computed == 0 and parse.reused == parse.items > 0
+    assert report.stage("feature sdoi").computed == 0  # per-sentence features are shared too
+    store = open_store(tmp_path / "s")
+    assert store.pairs("sick-r", "test")["label"].dtype.is_float()
+
+
+def test_build_counts_unusable_rows_and_handles_long_sentences(tmp_path):
+    folder = tmp_path / "data" / "snli"
+    folder.mkdir(parents=True)
+    long_text = " ".join(["word"] * 500) + "."
+    rows = [{"sentence1": "A dog runs.", "sentence2": "An animal moves.", "gold_label": "entailment"},
+            {"sentence1": "A cat sits.", "sentence2": "A cat stands.", "gold_label": "-"},
+            {"sentence1": "   ", "sentence2": "Nothing.", "gold_label": "neutral"},
+            {"sentence1": long_text, "sentence2": "Words.", "gold_label": "neutral"}]
+    (folder / "snli_1.0_test.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = build(_opts(tmp_path / "s", data_dir=tmp_path / "data", limit=None))
+    split = report.splits[0]
+    assert split.pairs == 2 and sum(split.skipped.values()) == 2
+    assert all("snli_1.0_test.jsonl" in e for e in split.skip_examples)
+    df = open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test")
+    assert np.array(df["sdoi_a"][1].to_list()).shape == (501, 501)
+
+
+def test_build_failing_item_is_counted_and_retried_on_rerun(tmp_path, monkeypatch):
+    from pipeline.features import sdoi as sdoi_mod
+
+    real = sdoi_mod.sdoi_mask
+    bad_len = len(get_parser("spacy").parse(["Two women are embracing while holding to go packages."])[0])
+
+    def flaky(heads):
+        if len(heads) == bad_len:
+            raise ValueError("boom")
+        return real(heads)
+
+    monkeypatch.setattr(sdoi_mod, "sdoi_mask", flaky)
+    report = build(_opts(tmp_path / "s", splits=("dev",), limit=3))
+    stage = report.stage("feature sdoi")
+    assert stage.failed >= 1 and stage.computed >= 1 and "boom" in stage.failures[0]
+    monkeypatch.setattr(sdoi_mod, "sdoi_mask", real)
+    again = build(_opts(tmp_path / "s", splits=("dev",), limit=3))
+    assert again.stage("feature sdoi").computed == stage.failed
+    assert open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="dev")["sdoi_a"].null_count() == 0
+
+
+def test_build_bad_requests_fail_before_writing(tmp_path):
+    with pytest.raises(PriorError, match="unknown feature 'nope'"):
+        build(_opts(tmp_path / "s", features=("nope",)))
+    with pytest.raises(PriorError, match="unknown dataset"):
+        build(_opts(tmp_path / "s", dataset="no-such-set", splits=None))
+    with pytest.raises(NotFoundError):
+        build(_opts(tmp_path / "s", dataset="mnli", splits=("train",)))
+    assert open_store(tmp_path / "s").segments() == []
+
+
+def test_build_local_dask_cluster_equals_in_process(tmp_path):
+    build(_opts(tmp_path / "inproc", limit=8))
+    report = build(_opts(tmp_path / "dask", limit=8, workers=2, partition_size=4))
+    assert len(open_store(tmp_path / "dask").segments("parses")) >= 2  # really partitioned
+    assert report.stage("parse").computed > 0
+    assert _frame_rows(tmp_path / "dask") == _frame_rows(tmp_path / "inproc")
+
+
+def _committed(store_dir, kind):
+    cat = store_dir / "catalog"
+    if not cat.is_dir():
+        return 0
+    return sum(1 for n in os.listdir(cat) if n.endswith(".json") and ".tmp-" not in n
+               and json.loads((cat / n).read_text())["kind"] == kind)
+
+
+def test_build_killed_midway_then_rerun_equals_uninterrupted(tmp_path):
+    """SIGKILL after some partitions committed; the rerun fills exactly the gap."""
+    build(_opts(tmp_path / "ref", limit=40))
+    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
+           "--parser", "spacy", "--limit", "40", "--workers", "0", "--partition-size", "8",
+           "--store", str(tmp_path / "killed")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    deadline = time.monotonic() + 120
+    while _committed(tmp_path / "killed", "parses") < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _committed(tmp_path / "killed", "parses") >= 1
+    report = build(_opts(tmp_path / "killed", limit=40))
+    assert report.stage("parse").reused > 0
+    assert _frame_rows(tmp_path / "killed") == _frame_rows(tmp_path / "ref")
+    from featurestore.maintenance import verify_store
+
+    assert verify_store(open_store(tmp_path / "killed")).ok
+
+
+@pytest.mark.slow
+def test_build_on_external_scheduler_equals_local(tmp_path):
+    """`--scheduler`: a scheduler and a worker started as separate processes on loopback."""
+    sched_file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
+                                       "--nthreads", "1", "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
+        build(_opts(tmp_path / "local", limit=10))
+        report = build(_opts(tmp_path / "remote", limit=10, scheduler=address, workers=0))
+        assert report.stage("parse").computed > 0
+        assert _frame_rows(tmp_path / "remote") == _frame_rows(tmp_path / "local")
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
