@@ -1,0 +1,140 @@
+"""Benchmark of `prior build` (not a test): throughput per stage, worker scaling, no-op rebuild,
+bytes on disk per pair per feature.
+
+    PRIOR_DATA_DIR=../shared/data python bench/build.py                # SNLI + MRPC, 1 and 2 workers
+    python bench/build.py --datasets mrpc --pairs 500 --workers 2      # quicker look
+
+SNLI: the first ``pairs/2`` pairs of the dev and test copies in ../shared/data (2,000 pairs by
+default); MRPC: the first ``pairs`` pairs of train. Each run builds into a fresh store, so
+parsing is included; ``end-to-end`` is pairs / wall time of the whole build including the Dask
+cluster's start, ``processing`` excludes the start-up (read + parse + features). Results go to
+bench/out/build-<date>.json and are printed as a table. Repeat on a quiet machine and take
+medians: these 2-core machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+
+
+def run_build(dataset: str, splits: tuple[str, ...], limit: int, workers: int, features: tuple[str, ...],
+              parser: str, store: Path) -> dict:
+    from pipeline.build import BuildOptions, build
+
+    t0 = time.perf_counter()
+    report = build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
+                                limit=limit, workers=workers, progress=False))
+    wall = time.perf_counter() - t0
+    pairs = sum(s.pairs for s in report.splits)
+    stages = {s.name: {"seconds": round(s.seconds, 3), "computed": s.computed,
+                       "per_s": round(s.computed / s.seconds, 1) if s.seconds and s.computed else None}
+              for s in report.stages}
+    processing = sum(s.seconds for s in report.stages)
+    return {"dataset": dataset, "workers": workers, "pairs": pairs, "wall_s": round(wall, 2),
+            "end_to_end_pairs_per_s": round(pairs / wall, 1), "processing_s": round(processing, 2),
+            "processing_pairs_per_s": round(pairs / processing, 1), "stages": stages}
+
+
+def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int, features: tuple[str, ...], parser: str,
+                         store: Path, repeats: int = 3) -> dict:
+    """Wall time of rerunning the same build through the CLI (what a user waits for)."""
+    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
+           "--features", ",".join(features), "--parser", parser, "--limit", str(limit), "--store", str(store)]
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PRIOR_NO_PROGRESS="1"))
+        times.append(time.perf_counter() - t0)
+    from pipeline.build import BuildOptions, build
+
+    t0 = time.perf_counter()
+    build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
+                       limit=limit, workers=2, progress=False))
+    return {"cli_median_s": round(statistics.median(times), 2), "in_process_s": round(time.perf_counter() - t0, 2)}
+
+
+def bytes_per_pair(store_dir: Path, pairs: int) -> dict:
+    from featurestore import open_store
+    from featurestore.maintenance import store_info
+
+    info = store_info(open_store(store_dir))
+    return {e["feature"]: round(e["bytes"] / pairs, 1) for e in info.entries}
+
+
+def store_write_rate(store_dir: Path, feature: str) -> dict:
+    """Re-write one entry's items into a fresh store in one segment: pure store-write speed."""
+    from featurestore import open_store
+
+    src = open_store(store_dir)
+    data = src.load_feature(src.find_entry(feature))
+    items = [data.get(k) for k in data.keys]
+    with tempfile.TemporaryDirectory() as tmp:
+        dst = open_store(tmp)
+        t0 = time.perf_counter()
+        dst.write_feature(data.entry, list(data.keys), items)
+        seconds = time.perf_counter() - t0
+    return {"items": len(items), "seconds": round(seconds, 3), "items_per_s": round(len(items) / seconds, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default="snli,mrpc")
+    ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--features", default="sdoi,wup")
+    ap.add_argument("--parser", default="spacy")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    args = ap.parse_args()
+    if SHARED.is_dir():
+        os.environ.setdefault("PRIOR_DATA_DIR", str(SHARED))
+    os.environ.setdefault("PRIOR_HOME", str(REPO / ".prior" / "bench-home"))
+    features = tuple(args.features.split(","))
+    plans = {"snli": (("dev", "test"), args.pairs // 2), "mrpc": (("train",), args.pairs)}
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "parser": args.parser,
+               "features": features, "cpu_count": os.cpu_count(), "runs": [], "noop": {}, "bytes_per_pair": {},
+               "store_write": {}}
+    root = Path(tempfile.mkdtemp(prefix="prior-bench-"))
+    try:
+        for dataset in args.datasets.split(","):
+            splits, limit = plans[dataset]
+            for workers in args.workers:
+                store = root / f"{dataset}-{workers}"
+                run = run_build(dataset, splits, limit, workers, features, args.parser, store)
+                results["runs"].append(run)
+                print(json.dumps(run), flush=True)
+            results["noop"][dataset] = noop_rebuild_seconds(dataset, splits, limit, features, args.parser, store)
+            results["bytes_per_pair"][dataset] = bytes_per_pair(store, run["pairs"])
+            results["store_write"][dataset] = {f: store_write_rate(store, f) for f in features}
+            print(json.dumps({dataset: {"noop": results["noop"][dataset],
+                                        "bytes_per_pair": results["bytes_per_pair"][dataset],
+                                        "store_write": results["store_write"][dataset]}}), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    for dataset in args.datasets.split(","):
+        runs = {r["workers"]: r for r in results["runs"] if r["dataset"] == dataset}
+        if 1 in runs and 2 in runs:
+            results.setdefault("scaling_2_over_1", {})[dataset] = {
+                "end_to_end": round(runs[2]["end_to_end_pairs_per_s"] / runs[1]["end_to_end_pairs_per_s"], 2),
+                "processing": round(runs[2]["processing_pairs_per_s"] / runs[1]["processing_pairs_per_s"], 2)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"build-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps(results, indent=1))
+    print(json.dumps(results.get("scaling_2_over_1", {})))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+import os
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from featurestore import open_store
+
+runner = CliRunner()
+
+
+def _build(store, *extra):
+    return runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi", "--parser",
+                               "spacy", "--limit", "5", "--workers", "0", "--store", str(store), *extra])
+
+
+def test_cli_build_info_verify_frame_gc(tmp_path):
+    result = _build(tmp_path / "s")
+    assert result.exit_code == 0, result.output
+    assert "feature sdoi" in result.output and "store size" in result.output
+    again = _build(tmp_path / "s")
+    assert again.exit_code == 0 and "new rows" in again.output
+    info = runner.invoke(app, ["store", "info", "--store", str(tmp_path / "s")])
+    assert info.exit_code == 0 and "sdoi@1" in info.output and "snli" in info.output
+    verify = runner.invoke(app, ["store", "verify", "--store", str(tmp_path / "s")])
+    assert verify.exit_code == 0 and "ok" in verify.output
+    frame = runner.invoke(app, ["store", "frame", "--store", str(tmp_path / "s"), "--dataset", "snli",
+                                "--feature", "sdoi", "--rows", "1"])
+    assert frame.exit_code == 0 and "sdoi_a" in frame.output and "5 pairs" in frame.output
+    gc = runner.invoke(app, ["store", "gc", "--store", str(tmp_path / "s"), "--dry-run"])
+    assert gc.exit_code == 0 and "dry run" in gc.output
+
+
+def test_cli_verify_exits_nonzero_on_damage(tmp_path):
+    assert _build(tmp_path / "s").exit_code == 0
+    store = open_store(tmp_path / "s")
+    seg = store.segments("feature")[0]
+    victim = os.path.join(store.location, seg.folder, next(iter(seg.files)))
+    with open(victim, "ab") as fh:
+        fh.write(b"x")
+    result = runner.invoke(app, ["store", "verify", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1
+    assert seg.id in result.output and "gc --drop-damaged" in result.output
+
+
+def test_cli_errors_are_one_clear_line(tmp_path):
+    result = runner.invoke(app, ["build", "--dataset", "nosuch", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1 and "unknown dataset 'nosuch'" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["build", "--dataset", "snli", "--features", "wat", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1 and "unknown feature 'wat'" in result.output
+    result = runner.invoke(app, ["store", "info", "--store", str(tmp_path / "missing")])
+    assert result.exit_code == 1 and "no feature store" in result.output
+
+
+def test_cli_datasets_and_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIOR_DATA_DIR", str(tmp_path / "dd"))
+    result = runner.invoke(app, ["datasets"])
+    assert result.exit_code == 0 and "mrpc" in result.output and "bundled" in result.output
+    env = runner.invoke(app, ["env"])
+    assert env.exit_code == 0
+    assert str(tmp_path / "dd") in env.output and "PRIOR_STORE" in env.output and "torch" in env.output
