@@ -158,8 +158,9 @@ class _Runner:
 
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)
+            # the dashboard cannot be switched off here; an ephemeral loopback port never collides
             self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, local_directory=str(scratch),
+                                        dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                         silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
 
