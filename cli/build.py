@@ -32,6 +32,10 @@ def build_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
+    text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
+    text_b: Annotated[str, typer.Option(help="For a file: column of the second sentence.")] = "sentence2",
+    label: Annotated[str | None, typer.Option(help="For a file: label column ('' for none).")] = "label",
+    label_kind: Annotated[str, typer.Option(help="For a file: 'class' or 'score'.")] = "class",
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
     from pipeline.build import DEFAULT_PARSER, BuildOptions, build
@@ -41,7 +45,9 @@ def build_cmd(
         raise PriorError("--features is empty; name at least one of sdoi, wup, dep, emb")
     options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
-                           data_dir=data_dir, embeddings=embeddings, partition_size=partition_size)
+                           data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
+                           columns={"text_a": text_a, "text_b": text_b, "label": label or None,
+                                    "label_kind": label_kind})
     report = build(options)
     print_report(report)
 

@@ -52,7 +52,16 @@ class BuildOptions:
     data_dir: Path | None = None
     embeddings: Path | None = None
     feature_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    columns: dict[str, Any] = field(default_factory=dict)  # for a file: text_a, text_b, label, label_kind
     progress: bool = True
+
+    def read_kwargs(self) -> dict[str, Any]:
+        """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
+        from pipeline.datasets import SPECS
+
+        if self.dataset.lower() in SPECS:
+            return {}
+        return {"text_a": "sentence1", "text_b": "sentence2", "label": "label"} | self.columns
 
 
 @dataclass
@@ -215,7 +224,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[st
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     for split in splits:
-        data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit)
+        data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
+                          **options.read_kwargs())
         report.dataset = data.dataset
         rows, labels, ids, triples = [], [], [], []
         for pair in data.pairs:

@@ -58,3 +58,17 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
     env = runner.invoke(app, ["env"])
     assert env.exit_code == 0
     assert str(tmp_path / "dd") in env.output and "PRIOR_STORE" in env.output and "torch" in env.output
+
+
+def test_cli_build_any_csv_file_with_named_columns(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("q1,q2,same\nHow old is the sun?,What is the age of the sun?,1\nIs it raining?,Where is Paris?,0\n")
+    result = runner.invoke(app, ["build", "--dataset", str(path), "--features", "sdoi", "--parser", "spacy",
+                                 "--workers", "0", "--store", str(tmp_path / "s"), "--text-a", "q1", "--text-b", "q2",
+                                 "--label", "same"])
+    assert result.exit_code == 0, result.output
+    df = open_store(tmp_path / "s").frame("sdoi", dataset="mine", split="all")
+    assert df["label"].to_list() == ["1", "0"] and df["words_a"][0].to_list()[:3] == ["How", "old", "is"]
+    bad = runner.invoke(app, ["build", "--dataset", str(path), "--features", "sdoi", "--parser", "spacy",
+                              "--workers", "0", "--store", str(tmp_path / "s")])
+    assert bad.exit_code == 1 and "sentence1" in bad.output
