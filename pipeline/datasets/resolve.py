@@ -1,0 +1,93 @@
+"""Finding the file of a named dataset's split.
+
+Order (first hit wins; environment variables are read at call time, never at import):
+
+1. an explicit ``path``: a file is used as it is; a directory is searched as the dataset's
+   folder (and as a data directory holding the dataset's folder);
+2. ``data_dir`` given by the caller, else ``$PRIOR_DATA_DIR``: ``<dir>/<folder>/<file>`` for
+   each of the dataset's folder names and candidate file names
+   (``PRIOR_DATA_DIR=/work/shared/data`` finds the full copies there);
+3. the slices bundled with the project: ``$PRIOR_BUNDLED_DATA`` if set, else ``<repo>/data``
+   (the repository root is the parent of the installed ``pipeline`` package);
+4. the Hugging Face hub (see hub.py), tried by the caller when nothing local was found.
+
+Within one folder, a split's candidate file names are tried in the registry's order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from featurestore.errors import NotFoundError
+from pipeline.datasets.registry import DatasetSpec
+from pipeline.datasets.types import Origin
+
+
+@dataclass(frozen=True)
+class Located:
+    path: Path
+    origin: Origin
+
+
+def bundled_dir() -> Path:
+    """The bundled slices: $PRIOR_BUNDLED_DATA, else ``data/`` beside the ``pipeline`` package."""
+    env = os.environ.get("PRIOR_BUNDLED_DATA")
+    if env:
+        return Path(env).expanduser()
+    import pipeline
+
+    return Path(pipeline.__file__).resolve().parent.parent / "data"
+
+
+def data_dir_from_env() -> Path | None:
+    env = os.environ.get("PRIOR_DATA_DIR")
+    return Path(env).expanduser() if env else None
+
+
+def _in_folder(folder: Path, names: tuple[str, ...]) -> list[Path]:
+    return [folder / n for n in names]
+
+
+def _in_root(root: Path, spec: DatasetSpec, names: tuple[str, ...]) -> list[Path]:
+    return [p for folder in spec.folders for p in _in_folder(root / folder, names)]
+
+
+def search_plan(spec: DatasetSpec, split: str, *, path: Path | None = None,
+                data_dir: Path | None = None) -> list[tuple[Origin, Path]]:
+    """Every place that would be tried for ``split``, in order (nothing is read)."""
+    names = spec.files[split]
+    plan: list[tuple[Origin, Path]] = []
+    if path is not None:
+        path = Path(path).expanduser()
+        if path.is_dir():
+            plan += [("path", p) for p in _in_folder(path, names) + _in_root(path, spec, names)]
+        else:
+            plan.append(("path", path))
+        return plan
+    root = Path(data_dir).expanduser() if data_dir is not None else data_dir_from_env()
+    if root is not None:
+        plan += [("data_dir", p) for p in _in_root(root, spec, names)]
+    plan += [("bundled", p) for p in _in_root(bundled_dir(), spec, names)]
+    return plan
+
+
+def locate(spec: DatasetSpec, split: str, *, path: Path | None = None,
+           data_dir: Path | None = None) -> Located | None:
+    """The first existing file of the search plan, or None."""
+    for origin, p in search_plan(spec, split, path=path, data_dir=data_dir):
+        if p.is_file():
+            return Located(p, origin)
+    return None
+
+
+def not_found(spec: DatasetSpec, split: str, plan: list[tuple[Origin, Path]],
+              hub_note: str) -> NotFoundError:
+    """The error for a split found nowhere: it names every place searched."""
+    places = "\n".join(f"  - {p} ({origin})" for origin, p in plan)
+    return NotFoundError(
+        f"no file for dataset {spec.name!r} split {split!r}. Searched:\n{places}\n"
+        f"  - Hugging Face hub: {hub_note}\n"
+        "Put the official file in one of these places, set PRIOR_DATA_DIR to a directory "
+        f"holding a {spec.folders[0]}/ folder, or pass path=...")
