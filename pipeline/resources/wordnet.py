@@ -1,0 +1,284 @@
+"""WordNet 3.0 for nltk, online or offline.
+
+`load_wordnet()` returns nltk's WordNet corpus reader, found in this order:
+
+1. nltk's normal data path already has ``corpora/wordnet`` (or ``wordnet.zip``): the usual
+   online setup, ``python -m nltk.downloader wordnet``. Used as it is.
+2. A configured directory: the ``directory`` argument, else env ``PRIOR_WORDNET_DIR``. It may be
+   an nltk data root (holding ``corpora/wordnet``), an nltk corpus dir or a bare WordNet
+   ``dict`` dir (``data.noun``, ``index.noun``, …, as Princeton and Debian ship it).
+3. Debian's ``/usr/share/wordnet`` (package ``wordnet-base``).
+
+A bare dict dir (2 or 3) is copied, with a generated ``lexnames`` file (Debian ships none),
+into a private nltk data root ``$PRIOR_HOME/nltk_data/corpora/wordnet/`` (PRIOR_HOME defaults
+to ``$XDG_CACHE_HOME/prior``, i.e. ``~/.cache/prior``; resolved at call time). That root is put
+on ``nltk.data.path``. Copying is needed because nltk ≥ 3.10 refuses corpus roots writable by
+other accounts (such as anything under /tmp) and symlinks that leave the data root.
+
+``lexnames`` is the 45-line table of the lexnames(5WN) man page: parsed from
+``/usr/share/man/man5/lexnames.5WN.gz`` when present, else from the same table embedded here.
+
+`wordnet_version()` gives ``"wordnet-<version>:<hash>"`` (blake2b over the data and index files)
+for feature fingerprints.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from featurestore.errors import ResourceError
+
+ENV_DIR = "PRIOR_WORDNET_DIR"
+DEBIAN_DIR = Path("/usr/share/wordnet")
+LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
+INSTALL_HINT = (
+    "Install WordNet 3.0 one of these ways:\n"
+    "  apt-get install -y --no-install-recommends wordnet-base   (Debian/Ubuntu, offline mirror)\n"
+    "  python -m nltk.downloader wordnet                          (needs network)\n"
+    f"or point {ENV_DIR} at a WordNet dict directory (data.noun, index.noun, …)."
+)
+
+# Files nltk's WordNetCorpusReader reads (lexnames is generated when absent).
+REQUIRED_FILES = (
+    "data.noun", "data.verb", "data.adj", "data.adv",
+    "index.noun", "index.verb", "index.adj", "index.adv",
+    "noun.exc", "verb.exc", "adj.exc", "adv.exc",
+)
+OPTIONAL_FILES = ("index.sense", "cntlist.rev", "cntlist", "frames.vrb", "sents.vrb",
+                  "sentidx.vrb", "lexnames", "LICENSE", "citation.bib")
+HASHED_FILES = ("data.noun", "data.verb", "data.adj", "data.adv",
+                "index.noun", "index.verb", "index.adj", "index.adv")
+
+# The table of lexnames(5WN), WordNet 3.0: number, lexicographer file name.
+LEXNAMES_TABLE = (
+    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
+    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
+    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
+    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
+    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
+    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
+    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
+    "adj.ppl",
+)
+_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+_MAN_ROW = re.compile(r"^(\d\d)\t\s*((?:adj|adv|noun|verb)\.[A-Za-z]+)\s*\t")
+
+_lock = threading.Lock()
+_version_cache: dict[str, str] = {}
+
+
+def prior_home() -> Path:
+    """PRIOR_HOME, else $XDG_CACHE_HOME/prior, else ~/.cache/prior (resolved now)."""
+    home = os.environ.get("PRIOR_HOME")
+    if home:
+        return Path(home).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "prior"
+
+
+def private_nltk_root() -> Path:
+    """The nltk data root that holds our private copy: ``$PRIOR_HOME/nltk_data``."""
+    return prior_home() / "nltk_data"
+
+
+def lexnames_lines(man_page: Path | None = LEXNAMES_MAN) -> list[str]:
+    """The 45 lines of WordNet's ``lexnames`` file: ``NN<TAB>name<TAB>category``.
+
+    Parsed from the lexnames(5WN) man page when it exists and yields exactly the 45 rows
+    numbered 00–44; else built from the embedded table (the same content).
+    """
+    names: list[str] | None = None
+    if man_page is not None and man_page.is_file():
+        try:
+            with gzip.open(man_page, "rt", encoding="utf-8", errors="replace") as fh:
+                rows = [m.groups() for m in map(_MAN_ROW.match, fh) if m]
+            if [int(num) for num, _ in rows] == list(range(len(LEXNAMES_TABLE))):
+                names = [name for _, name in rows]
+        except OSError:
+            names = None
+    if names is None:
+        names = list(LEXNAMES_TABLE)
+    return [f"{i:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}" for i, name in enumerate(names)]
+
+
+def _is_dict_dir(path: Path) -> bool:
+    return all((path / name).is_file() for name in REQUIRED_FILES)
+
+
+def _make_private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o755)
+
+
+def install_private_copy(source: Path, root: Path | None = None) -> Path:
+    """Copy a WordNet dict dir into ``<root>/corpora/wordnet`` (+ lexnames); return root.
+
+    Idempotent: an existing complete copy of the same files (same sizes) is reused. The copy
+    is written to a temporary sibling and renamed into place, so a crash leaves no half copy.
+    Directories are 0755 and files 0644, as nltk requires of a data root.
+    """
+    root = private_nltk_root() if root is None else root
+    target = root / "corpora" / "wordnet"
+    present = [name for name in REQUIRED_FILES + OPTIONAL_FILES if (source / name).is_file()]
+
+    def complete() -> bool:
+        return target.is_dir() and (target / "lexnames").is_file() and all(
+            (target / name).is_file()
+            and (target / name).stat().st_size == (source / name).stat().st_size
+            for name in present)
+
+    if complete():
+        return root
+    _make_private_dir(root)
+    _make_private_dir(root / "corpora")
+    staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=root / "corpora"))
+    try:
+        os.chmod(staging, 0o755)
+        for name in present:
+            shutil.copyfile(source / name, staging / name)
+            os.chmod(staging / name, 0o644)
+        if not (staging / "lexnames").is_file():
+            (staging / "lexnames").write_text("\n".join(lexnames_lines()) + "\n", encoding="ascii")
+            os.chmod(staging / "lexnames", 0o644)
+        if target.exists():  # an incomplete or outdated copy: move it aside, then drop it
+            old = Path(tempfile.mkdtemp(prefix=".wordnet-old-", dir=root / "corpora"))
+            try:
+                os.replace(target, old / "wordnet")
+            except FileNotFoundError:
+                pass  # another process moved it first
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not complete():  # else another process installed the same copy concurrently
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return root
+
+
+def _nltk_has_wordnet(paths: list[str] | None = None) -> bool:
+    import nltk
+
+    for resource in ("corpora/wordnet", "corpora/wordnet.zip/wordnet/"):
+        try:
+            nltk.data.find(resource, paths=paths)
+            return True
+        except LookupError:
+            continue
+    return False
+
+
+def _add_to_nltk_path(root: Path) -> None:
+    import nltk
+
+    entry = str(root)
+    if entry not in nltk.data.path:
+        nltk.data.path.insert(0, entry)
+
+
+def _configured_root(directory: str | os.PathLike[str] | None) -> Path | None:
+    """The nltk data root for a configured directory, installing a private copy if needed."""
+    configured = directory if directory is not None else os.environ.get(ENV_DIR) or None
+    if configured is None:
+        return None
+    path = Path(configured).expanduser()
+    if (path / "corpora" / "wordnet").is_dir() or (path / "corpora" / "wordnet.zip").is_file():
+        return path
+    if path.name == "wordnet" and path.parent.name == "corpora" and _is_dict_dir(path):
+        return path.parent.parent
+    if _is_dict_dir(path):
+        return install_private_copy(path)
+    raise ResourceError(
+        f"WordNet directory {path} (from {'the directory argument' if directory is not None else ENV_DIR}) "
+        f"holds neither corpora/wordnet nor the WordNet dict files {', '.join(REQUIRED_FILES)}.\n"
+        + INSTALL_HINT
+    )
+
+
+def wordnet_root(directory: str | os.PathLike[str] | None = None) -> Any:
+    """nltk's path pointer to the WordNet files, found (or installed as a private copy) but not
+    loaded: cheap, so that a feature's parameters can name the database without loading it.
+
+    Order: nltk's data path as it is; ``directory`` or ``$PRIOR_WORDNET_DIR``; Debian's
+    /usr/share/wordnet. Raises `ResourceError` with install commands when none has WordNet.
+    """
+    import nltk
+
+    with _lock:
+        if not _nltk_has_wordnet():
+            root = _configured_root(directory)
+            if root is None:
+                if _is_dict_dir(DEBIAN_DIR):
+                    root = install_private_copy(DEBIAN_DIR)
+                else:
+                    raise ResourceError(
+                        "WordNet 3.0 was not found on nltk's data path "
+                        f"({', '.join(map(str, nltk.data.path))}), in ${ENV_DIR} or in {DEBIAN_DIR}.\n"
+                        + INSTALL_HINT
+                    )
+            _add_to_nltk_path(root)
+            if not _nltk_has_wordnet([str(root)]):
+                raise ResourceError(
+                    f"nltk refuses or cannot find corpora/wordnet under {root} (it must be owned by "
+                    "this account and not writable by group or others: chmod -R go-w).\n" + INSTALL_HINT
+                )
+        for resource in ("corpora/wordnet", "corpora/wordnet.zip/wordnet/"):
+            try:
+                return nltk.data.find(resource)
+            except LookupError:
+                continue
+    raise ResourceError("nltk lost track of WordNet after finding it.\n" + INSTALL_HINT)
+
+
+def load_wordnet(directory: str | os.PathLike[str] | None = None) -> Any:
+    """Return nltk's WordNet corpus reader (``nltk.corpus.wordnet``), loaded (seconds, once
+    per process); found as :func:`wordnet_root` says."""
+    from nltk.corpus import wordnet
+
+    wordnet_root(directory)
+    with _lock:
+        try:
+            wordnet.ensure_loaded()
+        except (LookupError, OSError) as exc:
+            raise ResourceError(f"nltk could not load WordNet: {exc}\n" + INSTALL_HINT) from exc
+    return wordnet
+
+
+def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | None = None) -> str:
+    """``"wordnet-<version>:<blake2b-16 of data.* and index.* files>"``.
+
+    Identifies the database content for feature fingerprints; computed once per process from
+    the files (of ``wn``'s root when given, else of :func:`wordnet_root`), without loading
+    WordNet. The version is read from data.adj's header as nltk's ``get_version`` does.
+    """
+    root = wn.root if wn is not None else wordnet_root(directory)
+    key = str(root)
+    if key not in _version_cache:
+        h = hashlib.blake2b(digest_size=16)
+        for name in HASHED_FILES:
+            h.update(name.encode("ascii") + b"\x00")
+            with root.join(name).open() as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+        version = "unknown"
+        with root.join("data.adj").open() as fh:
+            for _ in range(40):
+                line = fh.readline()
+                line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+                if match := re.search(r"WordNet (\d+|\d+\.\d+) Copyright", line):
+                    version = match.group(1)
+                    break
+        _version_cache[key] = f"wordnet-{version}:{h.hexdigest()}"
+    return _version_cache[key]
