@@ -1,0 +1,61 @@
+"""Dependency parser backends and their registry.
+
+``get_parser(spec)`` returns one parser per process and spec (so one model per Dask worker):
+
+- ``"spacy"``: spaCy's own parse (:class:`~pipeline.parsers.spacy_backend.SpacyParser`);
+- ``"biaffine"``: supar's biaffine parser with the model shipped in ``data/parser/``
+  (or ``$PRIOR_PARSER_MODEL``);
+- ``"biaffine:<dir>"``: a model exported by ``prior parser train`` (safetensors + JSON);
+- ``"biaffine:<file or supar model name>"``: a supar checkpoint or a published supar model
+  (e.g. ``biaffine-dep-en``), loaded as supar does (pickle: trusted files only; needs network
+  for published names).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from featurestore.errors import ResourceError
+from pipeline.parsers.base import DependencyParser, Parse
+
+__all__ = ["BACKENDS", "DependencyParser", "Parse", "fingerprint_of", "get_parser"]
+
+BACKENDS = ("biaffine", "spacy")
+
+
+def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
+    """``get_parser(spec).fingerprint()``, computed from the model files without loading models
+    where possible (spacy, spacy:<package>, biaffine, biaffine:<exported dir>)."""
+    name, _, arg = spec.partition(":")
+    if name == "spacy":
+        from pipeline.parsers.spacy_backend import fingerprint_of_package
+
+        return {"backend": "spacy", **fingerprint_of_package(arg or None)}
+    if name == "biaffine":
+        from pipeline.parsers.biaffine import fingerprint_of_spec
+
+        cheap = fingerprint_of_spec(arg)
+        if cheap is not None:
+            return cheap
+    return dict(get_parser(spec).fingerprint())
+
+
+@functools.lru_cache(maxsize=8)
+def get_parser(spec: str = "biaffine") -> DependencyParser:
+    """The parser named by ``spec`` (see module docstring), loaded once per process."""
+    name, _, arg = spec.partition(":")
+    if name == "spacy":
+        if arg:
+            from pipeline.parsers.spacy_backend import SpacyAnnotator, SpacyParser
+
+            return SpacyParser(SpacyAnnotator(arg))
+        from pipeline.parsers.spacy_backend import SpacyParser
+
+        return SpacyParser()
+    if name == "biaffine":
+        from pipeline.parsers.biaffine import BiaffineParser
+
+        return BiaffineParser(arg or None)
+    raise ResourceError(f"unknown parser {spec!r}; choose one of {', '.join(BACKENDS)} "
+                        "(or biaffine:<model dir, supar file or supar model name>, spacy:<spaCy package>)")

