@@ -34,7 +34,11 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
     view = VIEWS.get(feature) or View(entries=(feature,))
     entries = []
     for i, name in enumerate(view.entries):
-        entry = store.find_entry(name, params=params if i == 0 else None, parse=parse)
+        if i == 0:
+            wanted = params
+        else:  # later entries: the view says which (e.g. the tf-idf of this dataset)
+            wanted = view.select(name, entries[0], dataset) if view.select is not None else None
+        entry = store.find_entry(name, params=wanted, parse=parse)
         parse = parse or entry.parse
         entries.append(entry)
 

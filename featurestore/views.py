@@ -23,6 +23,10 @@ class View:
     entries: tuple[str, ...]
     derive: Callable[[pl.DataFrame, dict[str, Any]], pl.DataFrame] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # Parameters that pick each later entry: (entry name, the first entry found, dataset) →
+    # params for ``find_entry``. Used where a later entry depends on the dataset (DAFA's tf-idf
+    # weights use the dataset's own IDF table) or must agree with the first entry's params.
+    select: Callable[[str, Any, str], dict[str, Any]] | None = None
 
 
 VIEWS: dict[str, View] = {}
@@ -84,10 +88,17 @@ def _derive_dep(df: pl.DataFrame, options: dict[str, Any]) -> pl.DataFrame:
     return df.with_columns(pl.Series("dep", out, dtype=pl.List(pl.List(pl.Float32))))
 
 
-register_view("dep", View(entries=("dep", "tfidf"), derive=_derive_dep))
+def select_dep(name: str, first: Any, dataset: str) -> dict[str, Any]:
+    """The `tfidf` entry for a `dep` frame: the dataset's own IDF, words compared as in M and S."""
+    if name != "tfidf":
+        return {}
+    return {"dataset": dataset, "compare": first.params.get("compare", "lower")}
+
+
+register_view("dep", View(entries=("dep", "tfidf"), derive=_derive_dep, select=select_dep))
 register_view("dep-no-trigram", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                     options={"trigram": False}))
+                                     options={"trigram": False}, select=select_dep))
 register_view("dep-no-subgraph", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                      options={"subgraph": False}))
+                                      options={"subgraph": False}, select=select_dep))
 register_view("dep-no-tfidf", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                   options={"tfidf": False}))
+                                   options={"tfidf": False}, select=select_dep))

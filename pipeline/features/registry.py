@@ -26,9 +26,23 @@ def _wup(options: BuildOptions) -> list[Feature]:
     return [WupFeature(**options.feature_options.get("wup", {}))]
 
 
+def _dep(options: BuildOptions) -> list[Feature]:
+    from pipeline.features.dep import dep_feature_set
+
+    return dep_feature_set(options.feature_options.get("dep", {}))
+
+
+def _emb(options: BuildOptions) -> list[Feature]:
+    from pipeline.features.emb import EmbFeature
+
+    return [EmbFeature(embeddings=options.embeddings, **options.feature_options.get("emb", {}))]
+
+
 FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
     "sdoi": _sdoi,
     "wup": _wup,
+    "dep": _dep,
+    "emb": _emb,
 }
 
 

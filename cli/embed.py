@@ -1,0 +1,100 @@
+"""`prior embed train|counterfit|oov`: make the papers' embeddings here and check coverage."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.console import console, friendly_errors
+
+app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
+                  no_args_is_help=True)
+StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
+
+
+class Contexts(StrEnum):
+    dep = "dep"
+
+
+@app.command("train")
+@friendly_errors
+def train_cmd(
+    out: Annotated[Path, typer.Option(help="word2vec text file to write (a .json with the settings goes beside it).")],
+    contexts: Annotated[Contexts, typer.Option(help="Context type: dep = each word's head and children with their relations.")] = Contexts.dep,
+    store: StoreOpt = None,
+    dataset: Annotated[list[str] | None, typer.Option(help="Train on these datasets' sentences only (repeatable; default all parsed sentences).")] = None,
+    parse: Annotated[str | None, typer.Option(help="Parse id to use (default: the store's most recent).")] = None,
+    dim: Annotated[int, typer.Option(min=1)] = 300,
+    negative: Annotated[int, typer.Option(min=1, help="Negative samples per pair.")] = 15,
+    epochs: Annotated[int, typer.Option(min=1)] = 10,
+    min_count: Annotated[int, typer.Option(min=1, help="Drop words and contexts seen fewer times.")] = 2,
+    lr: Annotated[float, typer.Option(min=0.0)] = 0.025,
+    seed: int = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 1,
+    keep_case: Annotated[bool, typer.Option(help="Keep word case (default: lowercase).")] = False,
+    no_collapse_prep: Annotated[bool, typer.Option(help="Keep ClearNLP prep/pobj arcs instead of collapsing them.")] = False,
+) -> None:
+    """Dependency-based skip-gram embeddings (Levy & Goldberg) from the parses in the store."""
+    from featurestore import open_store
+    from pipeline.embeddings.make import train_dependency_embeddings
+    from pipeline.embeddings.sgns import SgnsSettings
+
+    settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
+                            seed=seed, threads=threads)
+    made = train_dependency_embeddings(
+        open_store(store, create=False), out, settings=settings, parse=parse, datasets=dataset,
+        lowercase=not keep_case, collapse_prep=not no_collapse_prep,
+        progress=lambda e, loss: console.print(f"epoch {e}: loss {loss:.4f}"))
+    r = made.record
+    console.print(f"{r['words']} words × {r['dim']} from {r['sentences']} sentences "
+                  f"({r['pairs']} pairs) in {r['seconds']} s → {made.path}; store resource {made.resource}")
+
+
+@app.command("counterfit")
+@friendly_errors
+def counterfit_cmd(
+    embeddings: Annotated[str, typer.Option(help="Embedding file (word2vec txt/bin, GloVe, fastText .vec) or a store resource key.")],
+    out: Annotated[Path, typer.Option(help="word2vec text file to write (a .json with the settings goes beside it).")],
+    store: StoreOpt = None,
+    no_store: Annotated[bool, typer.Option(help="Do not add the result to a store.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N words of the file.")] = None,
+    k1: Annotated[float, typer.Option(help="Antonym repel weight.")] = 0.1,
+    k2: Annotated[float, typer.Option(help="Synonym attract weight.")] = 0.1,
+    k3: Annotated[float, typer.Option(help="Vector space preservation weight.")] = 0.1,
+    delta: Annotated[float, typer.Option(help="Antonym margin (cosine distance).")] = 1.0,
+    gamma: Annotated[float, typer.Option(help="Synonym margin (cosine distance).")] = 0.0,
+    rho: Annotated[float, typer.Option(help="VSP neighbourhood radius.")] = 0.2,
+    iterations: Annotated[int, typer.Option(min=1)] = 20,
+    center: Annotated[bool, typer.Option(help="Subtract the mean vector first (not in the paper; for skip-gram spaces whose mean cosine is high).")] = False,
+) -> None:
+    """Counter-fit an embedding table to WordNet synonyms and antonyms (Mrkšić et al. 2016)."""
+    from featurestore import open_store
+    from pipeline.embeddings.counterfit import CounterfitSettings
+    from pipeline.embeddings.make import counterfit_embeddings
+
+    settings = CounterfitSettings(k1=k1, k2=k2, k3=k3, delta=delta, gamma=gamma, rho=rho,
+                                  iterations=iterations, center=center)
+    made = counterfit_embeddings(embeddings, out, store=None if no_store else open_store(store),
+                                 settings=settings, limit=limit,
+                                 progress=lambda i, c: console.print(f"iteration {i}: cost {c:.4f}"))
+    r = made.record
+    console.print(f"{r['words']} words (mean cosine {r['mean_cosine']}); {r['synonym_pairs']} synonym, "
+                  f"{r['antonym_pairs']} antonym, {r['vsp_pairs']} VSP pairs; cost {r['cost_before']} → {r['cost_after']} "
+                  f"in {r['seconds']} s → {made.path}; store resource {made.resource}")
+
+
+@app.command("oov")
+@friendly_errors
+def oov_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored.")],
+    store: StoreOpt = None,
+) -> None:
+    """Out-of-vocabulary rate of each split of a dataset, from the stored `emb` word ids."""
+    from featurestore import open_store
+    from pipeline.features.emb import oov_rates
+
+    for stats in oov_rates(open_store(store, create=False), dataset):
+        console.print(stats.line(dataset), markup=False)

@@ -1,0 +1,29 @@
+"""`prior show`: one pair's words and feature matrix, as text and optionally as a heatmap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.console import console, friendly_errors
+
+
+@friendly_errors
+def show_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored (see `prior store info`).")],
+    pair: Annotated[str, typer.Option(help="Row number in its split, or the pair key (a unique prefix of ≥ 6 characters).")],
+    feature: Annotated[str, typer.Option(help="wup, dep (DAFA's M_F; dep-no-trigram, dep-no-subgraph, dep-no-tfidf for ablations) or sdoi.")] = "dep",
+    split: Annotated[str | None, typer.Option(help="Split of the row (needed for a row number when the dataset has several).")] = None,
+    store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Also draw the heatmap to this image file (e.g. out.png).")] = None,
+) -> None:
+    """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
+    from featurestore import open_store
+    from featurestore.pairview import format_pair, pair_view, plot_pair
+
+    view = pair_view(open_store(store, create=False), dataset, pair, feature, split=split)
+    console.print(format_pair(view), markup=False, end="")
+    if plot is not None:
+        console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)

@@ -1,0 +1,2 @@
+"""Static word embeddings for GiBERT: file readers and writer, the store's vocabulary table,
+the dependency-context skip-gram trainer and counter-fitting."""

@@ -1,0 +1,135 @@
+"""Make the papers' embeddings here: dependency-based skip-gram and counter-fitting.
+
+Both write (1) a standard word2vec text file, (2) a JSON file beside it (``<out>.json``)
+recording the method, every setting and the counts, and (3) when a store is given, an
+``embeddings`` resource of the store whose ``meta`` holds the same record. The text file is
+what ``prior build --features emb --embeddings PATH`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from featurestore.errors import NotFoundError, PriorError
+from pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
+from pipeline.embeddings.depcontexts import corpus_contexts
+from pipeline.embeddings.io import Embeddings, read_embeddings, write_word2vec_text
+from pipeline.embeddings.sgns import SgnsSettings, train_sgns
+from pipeline.embeddings.table import load_embeddings, store_embeddings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MadeEmbeddings:
+    path: Path
+    record: dict[str, Any]
+    resource: str | None
+
+
+def _write(emb: Embeddings, out: str | os.PathLike[str], record: dict[str, Any],
+           store: Any | None) -> MadeEmbeddings:
+    path = write_word2vec_text(out, emb.words, emb.vectors)
+    record = {**record, "words": len(emb), "dim": emb.dim, "file": path.name}
+    resource = None
+    if store is not None:
+        resource = store_embeddings(store, emb, record)
+        record["resource"] = resource
+    Path(f"{path}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
+                                    encoding="utf-8")
+    return MadeEmbeddings(path=path, record=record, resource=resource)
+
+
+class _StoredParse:
+    """The three fields dependency contexts need, from a store row."""
+
+    __slots__ = ("words", "heads", "rels")
+
+    def __init__(self, words: list[str], heads: list[int], rels: list[str]) -> None:
+        self.words, self.heads, self.rels = words, heads, rels
+
+
+def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
+                                settings: SgnsSettings = SgnsSettings(), parse: str | None = None,
+                                datasets: list[str] | None = None, lowercase: bool = True,
+                                collapse_prep: bool = True,
+                                progress: Callable[[int, float], None] | None = None
+                                ) -> MadeEmbeddings:
+    """Levy & Goldberg-style embeddings from the parses already in ``store``.
+
+    ``parse`` picks the parse (default: the most recent); ``datasets`` restricts the corpus to
+    the sentences of those datasets (default: every parsed sentence of the store).
+    """
+    t0 = time.perf_counter()
+    keys = None
+    if datasets:
+        keys = set()
+        for dataset, split in store.datasets():
+            if dataset in datasets:
+                rows = store.pair_rows(dataset, split)
+                keys.update(rows["key_a"].to_list())
+                keys.update(rows["key_b"].to_list())
+        if not keys:
+            raise NotFoundError(f"{store.location} has no pairs of {', '.join(datasets)}")
+    df = store.parses(keys, parse=parse)
+    parse_id = parse or store.segments("parses")[-1].target["parse"]
+    parses = [_StoredParse(w, h, r) for w, h, r in
+              zip(df["words"].to_list(), df["heads"].to_list(), df["rels"].to_list())]
+    if not parses:
+        raise NotFoundError(f"{store.location} holds no parsed sentences to train on")
+    result = train_sgns(corpus_contexts(parses, lowercase=lowercase, collapse_prep=collapse_prep),
+                        settings, progress=progress)
+    record = {"method": "dependency-sgns (Levy & Goldberg 2014; word2vecf objective)",
+              "contexts": "dep", "settings": settings.as_dict(), "lowercase": lowercase,
+              "collapse_prep": collapse_prep, "parse": parse_id, "datasets": datasets or "all",
+              "sentences": len(parses), "pairs": result.pairs, "dropped_pairs": result.dropped_pairs,
+              "context_vocabulary": result.contexts,
+              "epoch_losses": [round(x, 5) for x in result.losses],
+              "seconds": round(time.perf_counter() - t0, 1)}
+    return _write(result.embeddings, out, record, store)
+
+
+def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: Any | None = None,
+                          settings: CounterfitSettings = CounterfitSettings(),
+                          fmt: str = "auto", limit: int | None = None,
+                          wordnet: Any | None = None,
+                          progress: Callable[[int, float], None] | None = None) -> MadeEmbeddings:
+    """Counter-fit an embedding table (a file, or a store resource key) to WordNet's
+    synonyms and antonyms."""
+    t0 = time.perf_counter()
+    if Path(source).expanduser().is_file():
+        emb = read_embeddings(source, fmt, limit=limit)
+        origin = Path(source).name
+    elif store is not None and source in store.find_resources("embeddings"):
+        emb = load_embeddings(store, source)
+        origin = f"store resource {source}"
+    else:
+        raise NotFoundError(f"{source} is neither an embedding file nor an embeddings resource "
+                            "of the store; pass a word2vec/GloVe/fastText file")
+    if wordnet is None:
+        from pipeline.resources.wordnet import load_wordnet, wordnet_version
+
+        wordnet = load_wordnet()
+        wn_id = wordnet_version(wordnet)
+    else:
+        wn_id = str(getattr(wordnet, "get_version", lambda: "given")())
+    synonyms, antonyms = wordnet_constraints(wordnet, vocabulary=emb.words)
+    if not synonyms and not antonyms:
+        raise PriorError(f"no WordNet synonym or antonym pair has both words in {origin}'s "
+                         "vocabulary; are its words lowercase English?")
+    result = counterfit(emb, synonyms, antonyms, settings, progress=progress)
+    record = {"method": "counter-fitting (Mrkšić et al. 2016)", "source": origin,
+              "settings": settings.as_dict(), "constraints": f"WordNet ({wn_id})",
+              "synonym_pairs": result.synonyms, "antonym_pairs": result.antonyms,
+              "vsp_pairs": result.vsp_pairs, "mean_cosine": round(result.mean_cosine, 4),
+              "cost_before": round(result.costs[0], 5),
+              "cost_after": round(result.costs[-1], 5),
+              "seconds": round(time.perf_counter() - t0, 1)}
+    return _write(result.embeddings, out, record, store)

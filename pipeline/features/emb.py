@@ -1,0 +1,178 @@
+"""GiBERT's aligned embeddings (gibert.txt §3; FORMULAS.md, GiBERT): per-sentence word ids.
+
+The store holds the embedding vocabulary once (a resource: words + vectors, see
+pipeline/embeddings/table.py) and, per sentence, one int32 id per word (component
+``word_ids``) indexing it; -1 marks a word without a vector. Loaders turn ids into vectors
+(zero for -1) and copy each word's vector to its word pieces (trainers/align.py); special
+tokens get zero vectors too. Zero for unknown words is our documented choice: the authors'
+code gives all OOV words one shared small random vector.
+
+Lookup (parameter ``lookup``): ``"exact-then-lower"`` (default) tries the word as written,
+then lowercased — the files GiBERT uses (Levy & Goldberg's, Mrkšić's) are lowercase, while
+cased files (fastText, GloVe 840B) keep case distinctions where they have both; ``"exact"``
+only as written; ``"lower"`` only lowercased.
+
+``prepare(ctx)`` reads the embedding file given to the build (``--embeddings PATH``; or uses
+an embeddings resource already in the store, ``resource=KEY``), stores the vocabulary, and
+counts the out-of-vocabulary rate of every split of the dataset (``oov`` attribute; logged).
+``oov_rates(store, dataset)`` computes the same from what is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from featurestore.errors import PriorError, ResourceError
+from pipeline.parsers.base import Parse
+
+log = logging.getLogger(__name__)
+
+Lookup = Literal["exact-then-lower", "exact", "lower"]
+LOOKUPS: tuple[str, ...] = ("exact-then-lower", "exact", "lower")
+
+
+@dataclass(frozen=True)
+class OovStats:
+    """Word tokens and how many had no vector, plus the distinct words of each kind."""
+
+    split: str
+    tokens: int
+    oov_tokens: int
+    types: int
+    oov_types: int
+
+    @property
+    def rate(self) -> float:
+        return self.oov_tokens / self.tokens if self.tokens else 0.0
+
+    @property
+    def type_rate(self) -> float:
+        return self.oov_types / self.types if self.types else 0.0
+
+    def line(self, dataset: str) -> str:
+        return (f"{dataset}/{self.split}: OOV {self.rate:.2%} of {self.tokens} word tokens "
+                f"({self.oov_types} of {self.types} distinct words)")
+
+
+def word_ids(words: Sequence[str], index: dict[str, int], lookup: str = "exact-then-lower"
+             ) -> np.ndarray:
+    """int32 id of each word in ``index`` (-1 when absent), by the ``lookup`` rule."""
+    if lookup not in LOOKUPS:
+        raise PriorError(f"unknown lookup {lookup!r}; use one of {', '.join(LOOKUPS)}")
+    out = np.empty(len(words), dtype=np.int32)
+    for i, w in enumerate(words):
+        if lookup == "lower":
+            out[i] = index.get(w.lower(), -1)
+        else:
+            j = index.get(w, -1)
+            if j < 0 and lookup == "exact-then-lower":
+                j = index.get(w.lower(), -1)
+            out[i] = j
+    return out
+
+
+def oov_stats(split: str, sentences: Sequence[Sequence[str]], ids: Sequence[np.ndarray]) -> OovStats:
+    tokens = sum(len(s) for s in sentences)
+    oov_tokens = int(sum(int((i < 0).sum()) for i in ids))
+    types: set[str] = set()
+    oov_types: set[str] = set()
+    for words, wid in zip(sentences, ids):
+        for w, j in zip(words, wid.tolist()):
+            types.add(w)
+            if j < 0:
+                oov_types.add(w)
+    return OovStats(split, tokens, oov_tokens, len(types), len(oov_types))
+
+
+class EmbFeature:
+    """Sentence feature ``emb``: component ``word_ids`` (int32 per word, -1 = no vector)."""
+
+    name = "emb"
+    version = 1
+    scope = "sentence"
+    components = ("word_ids",)
+
+    def __init__(self, *, embeddings: str | Path | None = None, resource: str | None = None,
+                 fmt: str = "auto", lookup: str = "exact-then-lower", limit: int | None = None) -> None:
+        if lookup not in LOOKUPS:
+            raise PriorError(f"unknown lookup {lookup!r}; use one of {', '.join(LOOKUPS)}")
+        self.embeddings = None if embeddings is None else Path(embeddings)
+        self.resource = resource
+        self.fmt = fmt
+        self.lookup = lookup
+        self.limit = limit
+        self.oov: list[OovStats] = []
+        self._index: dict[str, int] | None = None
+
+    def params(self) -> dict[str, Any]:
+        # The file path is not a parameter: the vocabulary's content key is.
+        return {"vocab": self.resource, "lookup": self.lookup}
+
+    def with_vocabulary(self, words: Sequence[str], *, key: str) -> EmbFeature:
+        """Use a vocabulary already in hand (``key`` names its resource)."""
+        self._index = {w: i for i, w in enumerate(words)}
+        self.resource = key
+        return self
+
+    def prepare(self, ctx: Any) -> None:
+        """Store the vocabulary (from the file or the given resource) and count OOV rates."""
+        from pipeline.embeddings.io import read_embeddings
+        from pipeline.embeddings.table import load_embeddings, store_embeddings
+
+        if self.resource is not None and self.embeddings is None:
+            emb = load_embeddings(ctx.store, self.resource)
+            self.with_vocabulary(emb.words, key=self.resource)
+        elif self.embeddings is not None:
+            emb = read_embeddings(self.embeddings, self.fmt, limit=self.limit)
+            key = store_embeddings(ctx.store, emb, {"source": self.embeddings.name,
+                                                    "format": emb.fmt, "limit": self.limit,
+                                                    "duplicates": emb.duplicates})
+            self.with_vocabulary(emb.words, key=key)
+        else:
+            raise ResourceError("the `emb` feature needs an embedding file: "
+                                "`prior build --features emb --embeddings PATH` "
+                                "(word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+        assert self._index is not None
+        self.oov = []
+        for split in ctx.splits:
+            parses = ctx.parses(ctx.split_keys(split))
+            sents = [p.words for p in parses]
+            self.oov.append(oov_stats(split, sents, [word_ids(s, self._index, self.lookup)
+                                                     for s in sents]))
+            log.info("%s", self.oov[-1].line(ctx.dataset))
+
+    def setup(self) -> None:
+        if self._index is None:
+            raise PriorError("EmbFeature has no vocabulary: the build driver calls prepare() "
+                             "first; outside a build, call with_vocabulary()")
+
+    def compute(self, items: Sequence[Parse]) -> list[dict[str, np.ndarray]]:
+        self.setup()
+        assert self._index is not None
+        return [{"word_ids": word_ids(p.words, self._index, self.lookup)} for p in items]
+
+
+def oov_rates(store: Any, dataset: str, *, entry: Any | None = None,
+              splits: Sequence[str] | None = None) -> list[OovStats]:
+    """OOV statistics of a dataset's splits from the stored word ids (entry: latest `emb`)."""
+    entry = entry or store.find_entry("emb")
+    data = store.load_feature(entry)
+    present = [s for d, s in store.datasets() if d == dataset]
+    out = []
+    for split in splits or present:
+        rows = store.pair_rows(dataset, split)
+        keys = list(dict.fromkeys(k for pair in zip(rows["key_a"].to_list(), rows["key_b"].to_list())
+                                  for k in pair))
+        keys = [k for k in keys if k in data.index]
+        parses = store.parses(keys, parse=entry.parse)
+        words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
+        sents = [words[k] for k in keys if k in words]
+        ids = [data.get(k)["word_ids"] for k in keys if k in words]
+        out.append(oov_stats(split, sents, ids))
+    return out

@@ -1,0 +1,162 @@
+"""DAFA's tf-idf weights (dafa.txt eq. 5): one weight per word, IDF from the training split.
+
+Choices (FORMULAS.md, DAFA; each has a test in tests/test_features_tfidf.py):
+
+- A document is one sentence of the dataset (each unique sentence once: the store keeps
+  unique sentences, so SNLI's repeated premises count once). Terms are word forms compared
+  as in DAFA's matrices: lowercased words by default, lowercased lemmas with
+  ``compare="lemma"`` (pipeline/features/forms.py). Every word is a term, punctuation
+  included: each word needs a weight for the n×m matrix.
+- idf(t) = ln((1 + N) / (1 + df(t))) + 1 (smooth idf, as scikit-learn's default), N the
+  number of training sentences. A term never seen in training has df = 0.
+- tf(t) = count of t in the sentence. The sentence's vector over its distinct terms,
+  tf · idf, is L2-normalized (as scikit-learn does); each word then gets its term's weight,
+  so a repeated word carries the same weight at every position.
+- The IDF table comes from the dataset's ``train`` split. A dataset without a train split in
+  the store (the partial SNLI copy, QNLI dev/test) falls back to the union of the splits it
+  has; the splits used are a parameter of the entry (``idf_splits``), so such an entry never
+  passes for one built from a train split.
+
+The table is a resource of the store (kind ``idf``: columns term, df; array n_docs), and
+its key is the parameter ``idf`` of the entry; the parameter ``dataset`` names the dataset
+whose IDF it is, so each dataset has its own `tfidf` entry and a reader picks it with
+``store.find_entry("tfidf", params={"dataset": ...})``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from featurestore.errors import PriorError, ResourceError
+from pipeline.features.forms import WordCompare, check_compare, word_forms
+from pipeline.parsers.base import Parse
+
+log = logging.getLogger(__name__)
+
+IDF_RESOURCE = "idf"
+
+
+@dataclass(frozen=True)
+class IdfTable:
+    """Document frequencies of a collection of sentences and its size N."""
+
+    df: Mapping[str, int]
+    n_docs: int
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Sequence[str]]) -> IdfTable:
+        """Count each term once per document."""
+        df: Counter[str] = Counter()
+        n = 0
+        for doc in documents:
+            df.update(set(doc))
+            n += 1
+        return cls(df=dict(df), n_docs=n)
+
+    def idf(self, term: str) -> float:
+        """Smooth idf: ln((1 + N) / (1 + df)) + 1."""
+        return math.log((1 + self.n_docs) / (1 + self.df.get(term, 0))) + 1.0
+
+    def to_arrow(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
+        """The resource form: a (term, df) table sorted by term, and N as an array."""
+        terms = sorted(self.df)
+        table = pa.table({"term": pa.array(terms, pa.string()),
+                          "df": pa.array([self.df[t] for t in terms], pa.int64())})
+        return table, {"n_docs": np.array([self.n_docs], dtype=np.int64)}
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, arrays: Mapping[str, np.ndarray]) -> IdfTable:
+        terms = table.column("term").to_pylist()
+        dfs = table.column("df").to_pylist()
+        return cls(df=dict(zip(terms, dfs)), n_docs=int(np.asarray(arrays["n_docs"])[0]))
+
+
+def tfidf_weights(forms: Sequence[str], idf: IdfTable) -> np.ndarray:
+    """Per-word tf-idf weight (float32, one per word), L2-normalized over distinct terms."""
+    if not forms:
+        return np.zeros(0, dtype=np.float32)
+    counts = Counter(forms)
+    raw = {t: c * idf.idf(t) for t, c in counts.items()}
+    norm = math.sqrt(sum(v * v for v in raw.values()))
+    return np.array([raw[t] / norm for t in forms], dtype=np.float32)
+
+
+class TfidfFeature:
+    """Sentence feature ``tfidf``: component ``tfidf``, one float32 weight per word.
+
+    ``prepare(ctx)`` (build driver) counts the IDF table on the dataset's training split,
+    writes it as a store resource and records its key; ``with_idf`` does the same for a
+    table in hand (tests, notebooks).
+    """
+
+    name = "tfidf"
+    version = 1
+    scope = "sentence"
+    components = ("tfidf",)
+
+    def __init__(self, *, compare: str = "lower", idf_split: str = "train") -> None:
+        self.compare: WordCompare = check_compare(compare)
+        self.idf_split = idf_split
+        self.idf_key: str | None = None
+        self.idf_splits: tuple[str, ...] = ()
+        self.dataset: str | None = None
+        self._idf: IdfTable | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"compare": self.compare, "dataset": self.dataset, "idf": self.idf_key,
+                "idf_splits": list(self.idf_splits),
+                "idf_docs": None if self._idf is None else self._idf.n_docs}
+
+    def with_idf(self, idf: IdfTable, *, key: str, splits: Sequence[str],
+                 dataset: str | None = None) -> TfidfFeature:
+        """Use an IDF table already counted (``key`` names it in the store or elsewhere)."""
+        self._idf, self.idf_key, self.idf_splits = idf, key, tuple(splits)
+        self.dataset = dataset
+        return self
+
+    def prepare(self, ctx: Any) -> None:
+        """Count the IDF table on ``ctx.dataset``'s training split and store it as a resource."""
+        present = sorted({split for dataset, split in ctx.store.datasets() if dataset == ctx.dataset})
+        if not present:
+            raise ResourceError(f"dataset {ctx.dataset!r} has no pairs in the store: ingest it "
+                                "before building tf-idf weights")
+        splits = [self.idf_split] if self.idf_split in present else present
+        if splits != [self.idf_split]:
+            log.warning("dataset %s has no %r split in the store; IDF counted on %s instead "
+                        "(recorded in the entry's parameter idf_splits)",
+                        ctx.dataset, self.idf_split, "+".join(splits))
+        keys: list[str] = []
+        seen: set[str] = set()
+        for split in splits:
+            for key in ctx.split_keys(split):
+                if key not in seen:
+                    seen.add(key)
+                    keys.append(key)
+        parses = ctx.parses(keys)
+        idf = IdfTable.from_documents(word_forms(p, self.compare) for p in parses)
+        table, arrays = idf.to_arrow()
+        key = ctx.store.write_resource(
+            IDF_RESOURCE, table, arrays=arrays,
+            meta={"dataset": ctx.dataset, "splits": splits, "n_docs": idf.n_docs,
+                  "compare": self.compare,
+                  "formula": "idf = ln((1 + N) / (1 + df)) + 1"},
+        )
+        self.with_idf(idf, key=key, splits=splits, dataset=ctx.dataset)
+
+    def setup(self) -> None:
+        if self._idf is None:
+            raise PriorError("TfidfFeature has no IDF table: the build driver calls prepare() "
+                             "first; outside a build, call with_idf()")
+
+    def compute(self, items: Sequence[Parse]) -> list[dict[str, np.ndarray]]:
+        self.setup()
+        assert self._idf is not None
+        return [{"tfidf": tfidf_weights(word_forms(p, self.compare), self._idf)} for p in items]

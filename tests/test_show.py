@@ -1,0 +1,117 @@
+"""`prior show` and the `dep` view on a real (tiny) build: M_F, ablations, text and heatmap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cli.show import show_cmd
+from featurestore import open_store
+from featurestore.errors import PriorError
+from featurestore.pairview import format_pair, pair_view
+from featurestore.views import dafa_matrix
+from pipeline.features.dep import subgraph_matrix, trigram_matrix
+from pipeline.features.forms import word_forms
+from pipeline.features.tfidf import IdfTable, tfidf_weights
+from pipeline.parsers.base import Parse
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.build import BuildOptions, build
+
+    root = tmp_path_factory.mktemp("show")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PRIOR_HOME", str(root / "home"))
+        build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("dep", "sdoi"),
+                           store=str(root / "store"), limit=8, workers=0, progress=False))
+    return root / "store"
+
+
+def test_show_dep_frame_combines_components(store_path: Path) -> None:
+    store = open_store(store_path, create=False)
+    df = store.frame("dep", dataset="sick", split="trial")
+    for col in ("words_a", "rels_b", "dep", "dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b"):
+        assert col in df.columns
+    tfidf = store.find_entry("tfidf")
+    assert tfidf.params["idf_splits"] == ["train"] and tfidf.params["dataset"] == "sick"
+    train = store.pair_rows("sick", "train")
+    assert tfidf.params["idf_docs"] == len(set(train["key_a"]) | set(train["key_b"]))
+    res = store.read_resource(tfidf.params["idf"])
+    idf = IdfTable.from_arrow(res.table, res.arrays)
+    assert res.kind == "idf" and idf.n_docs == tfidf.params["idf_docs"]
+    views = {name: store.frame(name, dataset="sick", split="trial")["dep"].to_list()
+             for name in ("dep-no-trigram", "dep-no-subgraph", "dep-no-tfidf")}
+    for i, rec in enumerate(df.iter_rows(named=True)):
+        a = Parse.from_record({k: rec[f"{k}_a"] for k in Parse.__dataclass_fields__})
+        b = Parse.from_record({k: rec[f"{k}_b"] for k in Parse.__dataclass_fields__})
+        m, s = trigram_matrix(a, b), subgraph_matrix(a, b)
+        np.testing.assert_array_equal(np.array(rec["dep_trigram"], dtype=np.float32), m)
+        np.testing.assert_array_equal(np.array(rec["dep_subgraph"], dtype=np.float32), s)
+        ta, tb = np.array(rec["tfidf_a"]), np.array(rec["tfidf_b"])
+        np.testing.assert_allclose(ta, tfidf_weights(word_forms(a), idf), rtol=1e-6)
+        np.testing.assert_allclose(np.array(rec["dep"]), np.abs(m + s) * np.outer(ta, tb), rtol=1e-5)
+        np.testing.assert_allclose(np.array(views["dep-no-trigram"][i]), np.abs(s) * np.outer(ta, tb),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(np.array(views["dep-no-subgraph"][i]), np.abs(m) * np.outer(ta, tb),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(np.array(views["dep-no-tfidf"][i]), np.abs(m + s), rtol=1e-6)
+
+
+def test_show_dafa_matrix_switches() -> None:
+    m = np.array([[2.0, 0.0]], dtype=np.float32)
+    s = np.array([[1.5, -1.0]], dtype=np.float32)
+    ta, tb = np.array([0.5]), np.array([1.0, 0.25])
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb), [[1.75, 0.125]])  # |M + S| · tf tfᵀ
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_tfidf=False), [[3.5, 1.0]])
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_trigram=False, use_subgraph=False),
+                               [[0.0, 0.0]])
+
+
+def app() -> typer.Typer:
+    a = typer.Typer()
+    a.command("show")(show_cmd)
+    a.command("other")(lambda: None)  # two commands, so "show" is a subcommand as in `prior`
+    return a
+
+
+def test_show_cli_prints_words_and_matrix_and_plots(store_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "heat.png"
+    first = str(open_store(store_path, create=False).pair_rows("sick", "trial")["row"][0])
+    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", first, "--split", "trial",
+                                        "--feature", "dep", "--store", str(store_path),
+                                        "--plot", str(out)])
+    assert result.exit_code == 0, result.output
+    store = open_store(store_path, create=False)
+    rec = store.frame("dep", dataset="sick", split="trial").row(0, named=True)
+    assert rec["text_a"] in result.output and "dep: A × B" in result.output
+    first_row = [line for line in result.output.splitlines() if line.startswith(rec["words_a"][0] + " ")]
+    assert first_row, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_pair_by_key_prefix_and_sdoi(store_path: Path) -> None:
+    store = open_store(store_path, create=False)
+    key = store.pair_rows("sick", "train")["pair_key"][2]
+    view = pair_view(store, "sick", key[:10], "sdoi")
+    assert view.split == "train" and view.pair_key == key and len(view.panels) == 2
+    a, b = view.panels
+    assert a.matrix.shape == (len(a.rows), len(a.rows)) and np.all(np.diag(a.matrix) == 1)
+    assert "sdoi: B × B" in format_pair(view)
+
+
+def test_show_errors_are_explained(store_path: Path) -> None:
+    store = open_store(store_path, create=False)
+    with pytest.raises(PriorError, match="ambiguous.*--split"):
+        pair_view(store, "sick", "2", "dep")
+    with pytest.raises(PriorError, match="no row 999"):
+        pair_view(store, "sick", "999", "dep", split="train")
+    with pytest.raises(PriorError, match="no dataset 'nope'"):
+        pair_view(store, "nope", "1", "dep")
+    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", "2",
+                                        "--store", str(store_path)])
+    assert result.exit_code == 1 and "ambiguous" in result.output
