@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import typer
 
+from cli import embed as embed_cli
+from cli import parser as parser_cli
 from cli import store as store_cli
 from cli.build import build_cmd
 from cli.datasets import datasets_cmd
 from cli.env import env_cmd
+from cli.show import show_cmd
+from cli.train import eval_, train
 
 app = typer.Typer(name="prior", no_args_is_help=True, add_completion=False,
                   help="Prior-knowledge features for sentence-pair models: build once, train every method.")
 app.command("build")(build_cmd)
 app.command("datasets")(datasets_cmd)
 app.command("env")(env_cmd)
+app.command("show")(show_cmd)
+app.command("train")(train)
+app.command("eval")(eval_)
 app.add_typer(store_cli.app, name="store")
+app.add_typer(parser_cli.app, name="parser")
+app.add_typer(embed_cli.app, name="embed")
 
 
 def main() -> None:

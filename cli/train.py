@@ -1,0 +1,101 @@
+"""`prior train` and `prior eval`: thin typer commands over trainers.loop.
+
+Registered in cli/main.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from featurestore.errors import PriorError
+
+
+def _options(pairs: list[str] | None) -> dict[str, object]:
+    """``key=value`` options; values parsed as JSON when they parse (numbers, true, null)."""
+    out: dict[str, object] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected key=value, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def train(
+    model: Annotated[str, typer.Argument(help="Model and size: bert|bert-sim|sgnet|dafa|gibert|cda + -base|-large|-mini, e.g. dafa-large.")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name in the store.")] = "snli",
+    store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    output: Annotated[Path | None, typer.Option(help="Output directory (default runs/<model>-<dataset>-s<seed>).")] = None,
+    backbone: Annotated[str | None, typer.Option(help="Any BERT-architecture checkpoint: hub id or directory (overrides the size).")] = None,
+    epochs: Annotated[int | None, typer.Option(min=1, help="Default: the paper's.")] = None,
+    lr: Annotated[float | None, typer.Option(help="Peak learning rate. Default: the paper's.")] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="Default: the paper's.")] = None,
+    max_length: Annotated[int | None, typer.Option(min=8, help="Word pieces per pair. Default: the paper's.")] = None,
+    warmup: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Warm-up fraction of steps.")] = None,
+    weight_decay: Annotated[float | None, typer.Option(min=0.0)] = None,
+    clip: Annotated[float | None, typer.Option(min=0.0, help="Gradient-norm clipping.")] = None,
+    patience: Annotated[int | None, typer.Option(min=1, help="Epochs without dev improvement before stopping.")] = None,
+    seed: Annotated[int, typer.Option()] = 42,
+    limit: Annotated[int | None, typer.Option(min=1, help="Use only the first N pairs of each split.")] = None,
+    sample: Annotated[float | None, typer.Option(help="Train on a fixed seeded fraction of the training pairs.")] = None,
+    sample_seed: Annotated[int, typer.Option(help="Seed of --sample (independent of --seed).")] = 0,
+    dev_split: Annotated[str | None, typer.Option(help="Dev split (default: dev, else 10% held out of train).")] = None,
+    eval_split: Annotated[list[str] | None, typer.Option(help="Split(s) to score with the best model at the end.")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true).")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Fine-tune a knowledge-enhanced BERT from features in the store."""
+    from trainers.loop import TrainConfig
+    from trainers.loop import train as run_train
+    from trainers.registry import default_settings, parse_model_name
+
+    try:
+        name, _ = parse_model_name(model)
+        settings = default_settings(name, dataset)
+        overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "batch_size": batch_size,
+                                       "max_length": max_length, "warmup": warmup,
+                                       "weight_decay": weight_decay, "clip": clip,
+                                       "patience": patience}.items() if v is not None}
+        settings = replace(settings, **overrides)
+        cfg = TrainConfig(model=model, dataset=dataset, store=store,
+                          output=output or Path("runs") / f"{model}-{dataset}-s{seed}",
+                          backbone=backbone, settings=settings, seed=seed, limit=limit,
+                          dev_split=dev_split, sample=sample, sample_seed=sample_seed,
+                          eval_splits=tuple(eval_split or ()), model_options=_options(option),
+                          resume=resume, threads=threads, progress=progress)
+        summary = run_train(cfg)
+    except PriorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(json.dumps(summary))
+
+
+def eval_(
+    checkpoint: Annotated[Path, typer.Argument(help="A checkpoint folder (the `best/` of a `prior train` output).")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d")] = "snli",
+    split: Annotated[str, typer.Option()] = "test",
+    store: Annotated[str | None, typer.Option(help="Default: the store the model was trained from.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+) -> None:
+    """Score a checkpoint on one split; the last line lists `name=value` metrics."""
+    from trainers.loop import evaluate_checkpoint
+
+    try:
+        result = evaluate_checkpoint(checkpoint, dataset, split, store=store, limit=limit,
+                                     batch_size=batch_size)
+    except PriorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{checkpoint} on {dataset}/{split}")
+    typer.echo(" ".join(f"{k}={v:.4f}" for k, v in result.items()))

@@ -1,0 +1,90 @@
+"""The loader against a small hand-written store: features reach the right word pieces,
+labels, sharding, and missing features name the `prior build` command that adds them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
+from trainers.data import MissingFeatureError, load_split
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    return tiny_store(tmp_path_factory.mktemp("store") / "s")
+
+
+def positions(data, i: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    row = data.rows[i]
+    return data.encoded.seg[row], data.encoded.wid[row]
+
+
+@pytest.mark.parametrize("feature", ["wup", "dep"])
+def test_data_pair_features_land_on_their_pieces(store, feature: str) -> None:  # noqa: ANN001
+    data = load_split(store, "toy", "train", tiny_tokenizer(), feature=feature)
+    batch = data.batch_arrays(np.arange(len(data)))
+    grid = batch["prior_grid"]
+    T = grid.shape[1]
+    shift = 1.0 if feature == "dep" else 0.0  # dep: M_F + 1 with S = 0, tf-idf = 1
+    for i in range(len(data)):
+        seg, wid = positions(data, i)
+        seg, wid = seg[:T], wid[:T]
+        for p in range(T):
+            for q in range(T):
+                if seg[p] == 0 and seg[q] == 1:
+                    assert grid[i, p, q] == pytest.approx(pair_value(i, wid[p], wid[q]) + shift)
+                    assert grid[i, q, p] == grid[i, p, q]
+                elif not (seg[p] == 1 and seg[q] == 0):
+                    assert grid[i, p, q] == 1.0
+
+
+def test_data_sdoi_and_embeddings(store) -> None:  # noqa: ANN001
+    tok = tiny_tokenizer()
+    sd = load_split(store, "toy", "train", tok, feature="sdoi").batch_arrays(np.arange(4))
+    assert sd["sdoi_mask"].dtype == bool
+    # pair 0, A = the unbelievable cat sat (heads 2 4 4 0): "the" (pos 1) sees its ancestors
+    assert sd["sdoi_mask"][0, 1, [1, 2, 3, 4, 6]].all() and not sd["sdoi_mask"][0, 1, 5]
+    emb = load_split(store, "toy", "train", tok, feature="emb").batch_arrays(np.arange(4))
+    vec = emb["word_vectors"]
+    assert vec.shape[:2] == sd["input_ids"].shape and vec.shape[2] == 3
+    assert (vec[0, 0] == 0).all()  # [CLS]
+    assert (vec[0, 2:5] == 0).all()  # un ##believ ##able: out of vocabulary → zeros
+    assert (vec[0, 1] != 0).all()  # "the"
+
+
+def test_data_labels_and_per_batch_padding(store) -> None:  # noqa: ANN001
+    data = load_split(store, "toy", "test", tiny_tokenizer())
+    assert data.label_names == ("0", "1")
+    assert data.labels.tolist() == [int(p[4]) for p in PAIRS]
+    b = data.batch(np.array([2]))
+    assert b["input_ids"].shape[1] == int(data.encoded.lengths[2])  # padded to this batch only
+    assert b["attention_mask"].all()
+
+
+def test_data_shards_by_rank_cover_everything_evenly(store) -> None:  # noqa: ANN001
+    data = load_split(store, "toy", "train", tiny_tokenizer())
+    sub = data.subset(np.array([0, 1, 2]))
+    shards = [sub.order(True, seed=3, epoch=1, rank=r, world=2) for r in range(2)]
+    assert len(shards[0]) == len(shards[1])
+    assert set(np.concatenate(shards)) == {0, 1, 2}
+
+
+def test_data_missing_feature_prints_build_command(tmp_path: Path) -> None:
+    bare = tiny_store(tmp_path / "bare", features=())
+    with pytest.raises(MissingFeatureError) as err:
+        load_split(bare, "toy", "train", tiny_tokenizer(), feature="dep")
+    assert f"prior build --dataset toy --features dep --store {bare.location}" in str(err.value)
+
+
+def test_data_truncation_keeps_alignment(store) -> None:  # noqa: ANN001
+    data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup", max_length=9)
+    grid = data.batch_arrays(np.array([0]))["prior_grid"][0]
+    seg, wid = positions(data, 0)
+    assert int(data.encoded.lengths[0]) == 9
+    for p in range(9):
+        for q in range(9):
+            if seg[p] == 0 and seg[q] == 1:
+                assert grid[p, q] == pytest.approx(pair_value(0, wid[p], wid[q]))

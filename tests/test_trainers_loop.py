@@ -1,0 +1,102 @@
+"""The training loop and the `prior train` / `prior eval` commands on a tiny random backbone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cli.train import eval_, train
+from featurestore.errors import ResourceError
+from tests.trainers_fixtures import tiny_backbone, tiny_store
+from trainers import backbones
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("loop")
+    tiny_store(root / "store")
+    return root / "store", tiny_backbone(root / "backbone")
+
+
+def app() -> typer.Typer:
+    a = typer.Typer()
+    a.command("train")(train)
+    a.command("eval")(eval_)
+    return a
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(app(), [str(a) for a in args])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+@pytest.mark.parametrize("model", ["bert", "dafa", "sgnet"])
+def test_loop_train_then_eval(setup: tuple[Path, Path], tmp_path: Path, model: str) -> None:
+    store, backbone = setup
+    out = tmp_path / "run"
+    run("train", model, "--backbone", backbone, "--dataset", "toy", "--store", store, "--output", out,
+        "--epochs", "2", "--batch-size", "2", "--no-progress", "--eval-split", "test", "--lr", "1e-3")
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in lines] == [1, 2]
+    assert {"train_loss", "dev_accuracy", "step_seconds"} <= set(lines[0])
+    best = out / "best"
+    assert (best / "model.safetensors").is_file() and not list(best.glob("*.bin"))
+    meta = json.loads((best / "prior.json").read_text())
+    assert meta["model"] == model and meta["versions"]["transformers"]
+    assert meta["fingerprints"]["train"]["store"] == str(store)
+    if model == "dafa":
+        assert set(meta["fingerprints"]["train"]["entries"]) == {"dep", "tfidf"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0.0 <= summary["test"]["accuracy"] <= 1.0
+    output = run("eval", best, "--dataset", "toy", "--split", "test")
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("accuracy=")
+    assert float(last.split("=")[1]) == pytest.approx(summary["test"]["accuracy"], abs=1e-4)
+
+
+def test_loop_resume_continues_from_last_epoch(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    store, backbone = setup
+    out = tmp_path / "run"
+    common = ["--backbone", backbone, "--dataset", "toy", "--store", store, "--output", out,
+              "--batch-size", "2", "--no-progress", "--patience", "5"]
+    run("train", "gibert", "--epochs", "1", *common)
+    state = json.loads((out / "last" / "trainer_state.json").read_text())
+    assert state["epoch"] == 1 and state["step"] > 0
+    assert (out / "last" / "optimizer.safetensors").is_file()
+    run("train", "gibert", "--epochs", "2", "--resume", out / "last", *common)
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in lines] == [1, 2]
+    assert lines[1]["step"] == 2 * lines[0]["step"]
+
+
+def test_loop_missing_feature_names_build_command(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    _, backbone = setup
+    bare = tiny_store(tmp_path / "bare", features=())
+    result = CliRunner().invoke(app(), ["train", "bert-sim", "--backbone", str(backbone), "--dataset",
+                                        "toy", "--store", bare.location, "--output", str(tmp_path / "o"),
+                                        "--no-progress"])
+    assert result.exit_code == 1
+    assert f"prior build --dataset toy --features wup --store {bare.location}" in result.output
+
+
+def test_loop_unavailable_backbone_error_names_mini_and_backbone(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"  # what an offline, uncached checkpoint looks like to from_pretrained
+    empty.mkdir()
+    with pytest.raises(ResourceError) as err:
+        backbones.load_tokenizer(str(empty))
+    assert "-mini" in str(err.value) and "--backbone" in str(err.value)
+    with pytest.raises(ResourceError) as err:
+        backbones.backbone_config(str(empty))
+    assert "-mini" in str(err.value)
+
+
+def test_loop_mini_backbone_resolves_offline() -> None:
+    path = Path(backbones.resolve_backbone("mini"))
+    assert (path / "model.safetensors").is_file()
+    assert backbones.resolve_backbone("base") == "google-bert/bert-base-uncased"
+    assert backbones.resolve_backbone("mini", "x/y") == "x/y"

@@ -1,0 +1,114 @@
+"""Tiny building blocks for the trainers tests: a word-piece vocabulary, a random BERT config,
+a backbone folder and a hand-written store (through the store's write API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from transformers import BertConfig, BertModel, BertTokenizer
+
+from featurestore import keys as K
+from featurestore import open_store
+from featurestore.store import Store, make_entry
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "un",
+         "##believ", "##able", "on", "mat", ".", "ran", "big", "small", "bird", "flew", "away"]
+PARSE = "0" * 32
+
+
+def tiny_tokenizer() -> Any:
+    return BertTokenizer(vocab={w: i for i, w in enumerate(VOCAB)})
+
+
+def tiny_config(**kw: Any) -> BertConfig:
+    base = dict(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=37, max_position_embeddings=64, num_labels=2)
+    base.update(kw)
+    return BertConfig(**base)
+
+
+def tiny_backbone(directory: Path) -> Path:
+    """A random tiny BERT + tokenizer saved like a hub checkpoint."""
+    import torch
+
+    torch.manual_seed(0)
+    BertModel(tiny_config()).save_pretrained(directory)
+    tiny_tokenizer().save_pretrained(directory)
+    return directory
+
+
+# (words A, heads A, words B, heads B, label)
+PAIRS = [
+    (["the", "unbelievable", "cat", "sat"], [2, 4, 4, 0], ["a", "dog", "sat", "."], [2, 3, 0, 3], "1"),
+    (["the", "bird", "flew", "away"], [2, 3, 0, 3], ["a", "big", "cat", "ran"], [3, 3, 4, 0], "0"),
+    (["a", "small", "dog", "ran"], [3, 3, 4, 0], ["the", "dog", "ran", "away"], [2, 3, 0, 3], "1"),
+    (["the", "cat", "sat", "on", "the", "mat"], [2, 3, 0, 3, 6, 4], ["a", "cat", "sat"], [2, 3, 0], "0"),
+]
+
+
+def pair_value(i: int, a: int, b: int) -> float:
+    """The stored word-level value of pair i at (word a of A, word b of B): easy to check."""
+    return float(100 * i + 10 * a + b) / 1000.0 + 0.5
+
+
+def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "emb"),
+               dataset: str = "toy", splits: tuple[str, ...] = ("train", "test")) -> Store:
+    store = open_store(path)
+    texts: dict[str, list[str]] = {}
+    heads: dict[str, list[int]] = {}
+    for split in splits:
+        rows = []
+        for i, (wa, ha, wb, hb, label) in enumerate(PAIRS):
+            ka, kb = K.sentence_key(" ".join(wa)), K.sentence_key(" ".join(wb))
+            texts[ka], texts[kb], heads[ka], heads[kb] = wa, wb, ha, hb
+            rows.append((i + 2, K.pair_key(ka, kb), ka, kb, label))
+        store.write_pairs(dataset, split, pa.table({
+            "row": pa.array([r[0] for r in rows], pa.int64()), "pair_key": [r[1] for r in rows],
+            "key_a": [r[2] for r in rows], "key_b": [r[3] for r in rows],
+            "label": pa.array([r[4] for r in rows], pa.string()), "id": pa.array([None] * len(rows), pa.string()),
+        }), source_sha256="x" * 64, meta={"label_kind": "class", "labels": ["0", "1"]})
+    keys = sorted(texts)
+    store.write_sentences(keys, [" ".join(texts[k]) for k in keys])
+    n = [len(texts[k]) for k in keys]
+    store.write_parses(PARSE, {"parser": "hand"}, keys, [
+        {"words": texts[k], "lemmas": texts[k], "upos": ["X"] * m, "tags": ["X"] * m,
+         "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)])
+    pair_keys = [K.pair_key(K.sentence_key(" ".join(p[0])), K.sentence_key(" ".join(p[2]))) for p in PAIRS]
+    shapes = [(len(p[0]), len(p[2])) for p in PAIRS]
+    mats = [np.array([[pair_value(i, a, b) for b in range(m)] for a in range(n_)], dtype=np.float32)
+            for i, (n_, m) in enumerate(shapes)]
+    if "wup" in features:
+        e = make_entry("wup", 1, {}, PARSE, "pair", ("wup",))
+        store.write_feature(e, pair_keys, [{"wup": m} for m in mats])
+    if "dep" in features:
+        e = make_entry("dep", 1, {}, PARSE, "pair", ("trigram", "subgraph"))
+        store.write_feature(e, pair_keys, [{"trigram": m, "subgraph": np.zeros_like(m)} for m in mats])
+        t = make_entry("tfidf", 1, {"dataset": dataset}, PARSE, "sentence", ("tfidf",))
+        store.write_feature(t, keys, [{"tfidf": np.ones(len(texts[k]), dtype=np.float32)} for k in keys])
+    if "sdoi" in features:
+        e = make_entry("sdoi", 1, {}, PARSE, "sentence", ("sdoi",))
+        store.write_feature(e, keys, [{"sdoi": sdoi_of(heads[k])} for k in keys])
+    if "emb" in features:
+        words = sorted({w for k in keys for w in texts[k]} - {"unbelievable"})  # one OOV word
+        vectors = np.arange(len(words) * 3, dtype=np.float32).reshape(len(words), 3) + 1
+        vocab = store.write_resource("vocabulary", pa.table({"word": words}), arrays={"vectors": vectors})
+        e = make_entry("emb", 1, {"vocabulary": vocab}, PARSE, "sentence", ("ids",))
+        lookup = {w: i for i, w in enumerate(words)}
+        store.write_feature(e, keys, [{"ids": np.array([lookup.get(w, -1) for w in texts[k]], dtype=np.int32)}
+                                      for k in keys])
+    return store
+
+
+def sdoi_of(heads: list[int]) -> np.ndarray:
+    """Ancestor-or-self mask (reference implementation for the tests)."""
+    n = len(heads)
+    m = np.eye(n, dtype=np.uint8)
+    for i in range(n):
+        j = heads[i] - 1
+        while j >= 0:
+            m[i, j] = 1
+            j = heads[j] - 1
+    return m

@@ -1,0 +1,354 @@
+"""The loader: a split's pairs, labels, word pieces and word-level features, from the store.
+
+:func:`load_split` reads the store once (pairs, the parse's words, the feature entry as
+flat in-memory arrays — ``FeatureData``) and tokenizes every pair once with the fast
+tokenizer, ``tokenizer(words_a, words_b, is_split_into_words=True, truncation=...)``, so that
+``word_ids`` map each word piece to the stored word index. :meth:`PairData.batch` then builds a
+batch with no per-pair Python work: rows of padded arrays cut to the batch's longest pair
+(per-batch padding) and the feature grid built by vectorized gathers (trainers/grid.py).
+
+Truncation is ``longest_first`` to ``max_length``: it drops word pieces from the end of the
+longer sentence; every kept piece keeps its word index, so a feature is cut exactly as the
+input is (a word whose pieces are partly cut keeps its value on the pieces that remain).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from featurestore import Store
+from featurestore.errors import DataError, NotFoundError, PriorError
+from featurestore.store import FeatureData
+from featurestore.views import dafa_matrix
+from trainers.grid import FlatMatrices, FrontPadded, mask_grid, pair_grid, token_positions, word_rows
+
+log = logging.getLogger(__name__)
+
+
+class MissingFeatureError(PriorError, LookupError):
+    """The store lacks a feature (or some of its keys) that a model needs."""
+
+
+def build_command(dataset: str, feature: str, store: Store, split: str | None = None) -> str:
+    split_opt = f" --split {split}" if split else ""
+    return f"prior build --dataset {dataset}{split_opt} --features {feature} --store {store.location}"
+
+
+# --------------------------------------------------------------------------- tokens
+@dataclass(frozen=True)
+class Encoded:
+    """A split tokenized once: (N, L) arrays padded to the longest pair, and lengths."""
+
+    input_ids: np.ndarray  # int32 (N, L)
+    token_type_ids: np.ndarray  # int8 (N, L)
+    lengths: np.ndarray  # int32 (N,)
+    seg: np.ndarray  # int8 (N, L): 0 = A, 1 = B, -1 = special/pad
+    wid: np.ndarray  # int32 (N, L): word index in its sentence, -1 = special/pad
+
+
+def encode_pairs(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
+                 max_length: int, chunk: int = 2048) -> Encoded:
+    """Tokenize pairs of word lists with a fast tokenizer, keeping each piece's word index."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise PriorError(f"{type(tokenizer).__name__} is not a fast tokenizer: word_ids are needed "
+                         "to align word-level features; use a backbone with a tokenizer.json")
+    ids: list[list[int]] = []
+    types: list[list[int]] = []
+    positions: list[tuple[np.ndarray, np.ndarray]] = []
+    for start in range(0, len(words_a), chunk):
+        a = [list(w) for w in words_a[start:start + chunk]]
+        b = [list(w) for w in words_b[start:start + chunk]]
+        enc = tokenizer(a, b, is_split_into_words=True, truncation="longest_first",
+                        max_length=max_length, return_token_type_ids=True)
+        for i in range(len(a)):
+            row = enc["input_ids"][i]
+            ids.append(row)
+            types.append(enc["token_type_ids"][i])
+            positions.append(token_positions(enc.word_ids(i), enc.sequence_ids(i), len(row)))
+    n = len(ids)
+    lengths = np.array([len(r) for r in ids], dtype=np.int32)
+    L = int(lengths.max()) if n else 0
+    input_ids = np.full((n, L), tokenizer.pad_token_id or 0, dtype=np.int32)
+    token_type_ids = np.zeros((n, L), dtype=np.int8)
+    seg = np.full((n, L), -1, dtype=np.int8)
+    wid = np.full((n, L), -1, dtype=np.int32)
+    for i, (row, tt, (s, w)) in enumerate(zip(ids, types, positions)):
+        k = len(row)
+        input_ids[i, :k] = row
+        token_type_ids[i, :k] = tt
+        seg[i, :k] = s
+        wid[i, :k] = w
+    return Encoded(input_ids, token_type_ids, lengths, seg, wid)
+
+
+# --------------------------------------------------------------------------- features
+class FeatureSource(Protocol):
+    """How one store feature becomes batch tensors; ``rows`` index the split's pairs."""
+
+    name: str
+    fingerprint: dict[str, Any]
+
+    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]: ...
+
+
+def _flat(data: FeatureData, component: str) -> FlatMatrices:
+    cols = data.cols[component].astype(np.int64)
+    return FlatMatrices(values=data.flat[component], offsets=data.offsets[component].astype(np.int64),
+                        rows=data.rows[component].astype(np.int64), cols=np.where(cols < 0, 1, cols))
+
+
+@dataclass
+class PairGridSource:
+    """A multiplicative pair matrix (bert-sim's S, dafa's M_F + 1) → ``prior_grid``."""
+
+    name: str
+    matrices: FlatMatrices | FrontPadded
+    index: np.ndarray  # (N,) item of each split row in ``matrices``
+    fingerprint: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.matrices = FrontPadded.of(self.matrices, 1.0)  # neutral 1, once per split
+
+    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return {"prior_grid": pair_grid(seg, wid, self.matrices, self.index[rows], neutral=1.0)}
+
+
+@dataclass
+class MaskSource:
+    """Per-sentence masks (SG-Net's SDOI) → ``sdoi_mask``."""
+
+    name: str
+    masks: FlatMatrices | FrontPadded
+    index_a: np.ndarray
+    index_b: np.ndarray
+    fingerprint: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.masks = FrontPadded.of(self.masks, 0)  # 0: not allowed, once per split
+
+    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return {"sdoi_mask": mask_grid(seg, wid, self.masks, self.index_a[rows], self.index_b[rows])}
+
+
+@dataclass
+class VectorSource:
+    """Per-sentence vocabulary ids + a vector table (GiBERT) → ``word_vectors``.
+
+    ``table`` has one extra last row of zeros: id -1 (out of vocabulary, special tokens,
+    padding) reads it, so those pieces inject nothing.
+    """
+
+    name: str
+    ids: FlatMatrices
+    index_a: np.ndarray
+    index_b: np.ndarray
+    table: np.ndarray  # (V + 1, E) float32, last row zeros
+    fingerprint: dict[str, Any]
+
+    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        ids = word_rows(seg, wid, self.ids, self.index_a[rows], self.index_b[rows], missing=-1)
+        return {"word_vectors": self.table[ids]}  # (B, T, E); -1 → zero row
+
+
+def _positions(data: FeatureData, keys: Sequence[str], what: str, dataset: str, split: str,
+               store: Store, feature: str) -> np.ndarray:
+    pos = data.positions(list(keys))
+    if (pos < 0).any():
+        missing = int((pos < 0).sum())
+        raise MissingFeatureError(
+            f"{store.location}: entry {data.entry.spec} ({data.entry.key}) lacks {missing} of the "
+            f"{len(keys)} {what} of {dataset}/{split}; add them with\n  "
+            f"{build_command(dataset, feature, store, split)}")
+    return pos
+
+
+def _find(store: Store, name: str, dataset: str, split: str, feature: str, **kw: Any) -> Any:
+    try:
+        return store.find_entry(name, **kw)
+    except NotFoundError as exc:
+        raise MissingFeatureError(
+            f"{store.location} has no {name!r} feature entry"
+            f"{' with ' + str(kw) if kw else ''}, needed here; build it with\n  "
+            f"{build_command(dataset, feature, store)}\n({exc})") from None
+
+
+def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
+    """The vectors of the vocabulary resource an ``emb`` entry names in its parameters."""
+    for name, value in sorted(entry.params.items()):
+        if isinstance(value, str) and len(value) == 32 and ("vocab" in name or "resource" in name
+                                                             or name.endswith("key")):
+            try:
+                res = store.read_resource(value)
+            except NotFoundError:
+                continue
+            vectors = res.arrays.get("vectors")
+            if vectors is not None:
+                table = np.zeros((vectors.shape[0] + 1, vectors.shape[1]), dtype=np.float32)
+                table[:-1] = vectors
+                return table, value
+    raise MissingFeatureError(f"{store.location}: the emb entry {entry.key} names no vocabulary "
+                              f"resource with a 'vectors' array in its parameters {entry.params}")
+
+
+def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: Sequence[str],
+                   key_b: Sequence[str], pair_keys: Sequence[str],
+                   params: dict[str, Any] | None = None) -> tuple[FeatureSource, str | None]:
+    """The source of one store feature for a split's pairs, and the parse it was computed on."""
+    if feature == "wup":
+        entry = _find(store, "wup", dataset, split, feature, params=params)
+        data = store.load_feature(entry)
+        pos = _positions(data, pair_keys, "pairs", dataset, split, store, feature)
+        fp = {"wup": entry.key}
+        return PairGridSource("wup", _flat(data, "wup"), pos, fp), entry.parse
+    if feature == "dep":
+        entry = _find(store, "dep", dataset, split, feature, params=params)
+        tf_entry = _find(store, "tfidf", dataset, split, feature, params={"dataset": dataset},
+                         parse=entry.parse)
+        data, tf = store.load_feature(entry), store.load_feature(tf_entry)
+        pos = _positions(data, pair_keys, "pairs", dataset, split, store, feature)
+        pa = _positions(tf, key_a, "sentences", dataset, split, store, feature)
+        pb = _positions(tf, key_b, "sentences", dataset, split, store, feature)
+        # M_F + 1 per pair, combined once per split ("adding 1": the neutral value is 1)
+        mats = [dafa_matrix(data.array("trigram", int(p)), data.array("subgraph", int(p)),
+                            tf.array("tfidf", int(a)), tf.array("tfidf", int(b))) + np.float32(1.0)
+                for p, a, b in zip(pos, pa, pb)]
+        fp = {"dep": entry.key, "tfidf": tf_entry.key}
+        return (PairGridSource("dep", FlatMatrices.from_list(mats, np.float32),
+                               np.arange(len(mats)), fp), entry.parse)
+    if feature == "sdoi":
+        entry = _find(store, "sdoi", dataset, split, feature, params=params)
+        data = store.load_feature(entry)
+        pa = _positions(data, key_a, "sentences", dataset, split, store, feature)
+        pb = _positions(data, key_b, "sentences", dataset, split, store, feature)
+        return MaskSource("sdoi", _flat(data, "sdoi"), pa, pb, {"sdoi": entry.key}), entry.parse
+    if feature == "emb":
+        entry = _find(store, "emb", dataset, split, feature, params=params)
+        data = store.load_feature(entry)
+        component = entry.components[0]
+        pa = _positions(data, key_a, "sentences", dataset, split, store, feature)
+        pb = _positions(data, key_b, "sentences", dataset, split, store, feature)
+        table, vocab = _vector_table(store, entry)
+        fp = {"emb": entry.key, "vocabulary": vocab}
+        return VectorSource("emb", _flat(data, component), pa, pb, table, fp), entry.parse
+    raise PriorError(f"unknown store feature {feature!r}; known: dep, emb, sdoi, wup")
+
+
+# --------------------------------------------------------------------------- pairs
+def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str, ...]]:
+    """(label kind, class names) recorded with the split's pairs."""
+    segs = [s for s in store.segments("pairs")
+            if s.target["dataset"] == dataset and s.target["split"] == split]
+    meta = segs[-1].meta if segs else {}
+    return str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
+
+
+@dataclass
+class PairData:
+    """One split in memory; ``rows`` selects the pairs this object serves (subsets share arrays)."""
+
+    dataset: str
+    split: str
+    pair_keys: np.ndarray
+    labels: np.ndarray | None  # int64 class ids or float32 scores
+    label_kind: str
+    label_names: tuple[str, ...]
+    encoded: Encoded
+    source: FeatureSource | None
+    fingerprint: dict[str, Any]
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def subset(self, positions: np.ndarray) -> PairData:
+        """The pairs at ``positions`` (indices into this object's pairs)."""
+        return replace(self, rows=self.rows[np.asarray(positions, dtype=np.int64)])
+
+    def batch_arrays(self, positions: np.ndarray) -> dict[str, np.ndarray]:
+        """Numpy arrays of one batch, padded to its longest pair."""
+        rows = self.rows[positions]
+        enc = self.encoded
+        T = int(enc.lengths[rows].max())
+        seg, wid = enc.seg[rows, :T], enc.wid[rows, :T]
+        out: dict[str, np.ndarray] = {
+            "input_ids": enc.input_ids[rows, :T].astype(np.int64),
+            "token_type_ids": enc.token_type_ids[rows, :T].astype(np.int64),
+            "attention_mask": (np.arange(T)[None, :] < enc.lengths[rows][:, None]).astype(np.int64),
+        }
+        if self.source is not None:
+            out.update(self.source.batch(seg, wid, rows))
+        if self.labels is not None:
+            out["labels"] = self.labels[rows]
+        return out
+
+    def batch(self, positions: np.ndarray) -> dict[str, torch.Tensor]:
+        return {k: torch.from_numpy(v) for k, v in self.batch_arrays(positions).items()}
+
+    def order(self, shuffle: bool, seed: int = 0, epoch: int = 0, rank: int = 0,
+              world: int = 1) -> np.ndarray:
+        """Positions in serving order; with ``world`` > 1 each rank gets every world-th one,
+        the order padded from its start to a multiple of ``world`` so every rank takes the
+        same number of batches (as torch's DistributedSampler does)."""
+        pos = np.arange(len(self.rows))
+        if shuffle:
+            pos = np.random.default_rng([seed, epoch]).permutation(pos)
+        if world > 1 and len(pos) % world:
+            pos = np.concatenate([pos, pos[:world - len(pos) % world]])
+        return pos[rank::world]
+
+    def batches(self, batch_size: int, *, shuffle: bool = False, seed: int = 0, epoch: int = 0,
+                rank: int = 0, world: int = 1) -> Iterator[dict[str, torch.Tensor]]:
+        pos = self.order(shuffle, seed, epoch, rank, world)
+        for start in range(0, len(pos), batch_size):
+            yield self.batch(pos[start:start + batch_size])
+
+
+def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
+               feature: str | None = None, feature_params: dict[str, Any] | None = None,
+               limit: int | None = None) -> PairData:
+    """Read one split (and the feature the model needs) from the store and tokenize it once."""
+    pairs = store.pairs(dataset, split)
+    if limit is not None:
+        pairs = pairs.head(limit)
+    if pairs.height == 0:
+        raise DataError(f"{store.location}: {dataset}/{split} has no pairs")
+    key_a, key_b = pairs["key_a"].to_list(), pairs["key_b"].to_list()
+    pair_keys = pairs["pair_key"].to_list()
+    kind, names = split_labels(store, dataset, split)
+    labels: np.ndarray | None = None
+    raw = pairs["label"].to_list()
+    if kind == "score":
+        labels = np.asarray(raw, dtype=np.float32)
+    elif kind == "class" and all(x is not None for x in raw):
+        lookup = {n: i for i, n in enumerate(names)}
+        try:
+            labels = np.asarray([lookup[x] for x in raw], dtype=np.int64)
+        except KeyError as exc:
+            raise DataError(f"{dataset}/{split}: label {exc.args[0]!r} is not one of {names}",
+                            field="label") from None
+
+    source: FeatureSource | None = None
+    parse: str | None = None
+    if feature is not None:
+        source, parse = feature_source(store, feature, dataset, split, key_a, key_b, pair_keys,
+                                       feature_params)
+    parses = store.parses(set(key_a) | set(key_b), parse=parse)
+    words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
+    missing = [k for k in set(key_a) | set(key_b) if k not in words]
+    if missing:
+        raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
+                                  f"have no parse {parse or '(latest)'}; run\n  "
+                                  f"{build_command(dataset, feature or 'sdoi', store, split)}")
+    encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
+    fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
+                   "parse": parse, "entries": dict(source.fingerprint) if source else {}}
+    return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
+                    labels=labels, label_kind=kind, label_names=names, encoded=encoded,
+                    source=source, fingerprint=fingerprint,
+                    rows=np.arange(len(pair_keys), dtype=np.int64))

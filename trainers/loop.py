@@ -1,0 +1,420 @@
+"""One training loop for every model: AdamW, linear warm-up, gradient clipping, early stopping
+on the dev metric, checkpoints, resume, a JSONL metrics log and a progress bar.
+
+Single process (CPU, or one GPU with bf16 autocast)::
+
+    prior train dafa-mini --dataset mrpc --store STORE --output runs/dafa
+
+Several GPUs (DDP; each rank serves every world-th pair of the shuffled split; the rank and
+world size come from torchrun's environment)::
+
+    torchrun --nproc_per_node 4 "$(command -v prior)" train dafa-base --dataset mrpc --store STORE
+
+Output directory::
+
+    best/            save_pretrained (safetensors) of the best dev epoch + tokenizer + prior.json
+    last/            the latest epoch: model + optimizer.safetensors + trainer_state.json (resume)
+    metrics.jsonl    one line per epoch (train loss, dev metrics, seconds, mean step time)
+
+``prior.json`` records the model, backbone, settings, seed, label names, the store location
+and the feature entries (fingerprints) of every split used, and the library versions.
+Nothing is pickled: weights and optimizer state are safetensors, the rest JSON.
+
+Choices: when the store has no dev split for the dataset (MRPC has only train and test), a
+fixed 10% of the training split (numpy seed 0, independent of ``--seed``) is held out as dev;
+``sample`` then draws a fixed fraction of the remaining training pairs (seeded by
+``sample_seed``, also independent of ``--seed``), so runs with several seeds share their data.
+Under DDP every rank evaluates the whole dev set (simple and exact; rank 0 writes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from featurestore import Store, open_store
+from featurestore.errors import DataError, NotFoundError, PriorError
+from trainers import backbones, metrics
+from trainers.data import PairData, load_split
+from trainers.models import MODEL_CLASSES, PriorBertModel
+from trainers.registry import (MODEL_FEATURES, TrainSettings, default_settings, parse_model_name,
+                               task_for)
+
+META_FILE = "prior.json"
+STATE_FILE = "trainer_state.json"
+OPTIMIZER_FILE = "optimizer.safetensors"
+
+
+@dataclass
+class TrainConfig:
+    model: str  # e.g. "dafa-mini", or "dafa" with backbone
+    dataset: str
+    output: Path
+    store: str | None = None
+    backbone: str | None = None
+    settings: TrainSettings | None = None  # None: the papers' defaults for model and dataset
+    seed: int = 42
+    limit: int | None = None  # first N pairs of each split (quick runs)
+    train_split: str = "train"
+    dev_split: str | None = None  # None: "dev" when the store has it, else a held-out 10%
+    dev_fraction: float = 0.1
+    sample: float | None = None  # train on a fixed fraction of the training pairs
+    sample_seed: int = 0
+    eval_splits: tuple[str, ...] = ()  # evaluated with the best model at the end
+    model_options: dict[str, Any] = field(default_factory=dict)
+    feature_params: dict[str, Any] | None = None
+    resume: Path | None = None
+    progress: bool = True
+    threads: int | None = None
+    max_steps: int | None = None  # stop after this many optimizer steps (benchmarks)
+
+
+# --------------------------------------------------------------------------- environment
+def versions() -> dict[str, str]:
+    import transformers
+
+    try:
+        prior_version = metadata.version("prior")
+    except metadata.PackageNotFoundError:
+        prior_version = "unknown"
+    return {"prior": prior_version, "transformers": transformers.__version__,
+            "torch": torch.__version__, "python": platform.python_version()}
+
+
+@dataclass
+class Runtime:
+    device: torch.device
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def autocast(self) -> Any:
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return nullcontext()
+
+
+def runtime() -> Runtime:
+    """CUDA when present, else CPU; DDP when started by torchrun (WORLD_SIZE > 1)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+    else:
+        device = torch.device("cpu")
+    if world > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return Runtime(device, rank, world)
+
+
+def progress_enabled(flag: bool) -> bool:
+    return flag and os.environ.get("PRIOR_NO_PROGRESS", "") in ("", "0")
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
+                  transient=False) as bar:
+        yield bar
+
+
+# --------------------------------------------------------------------------- data
+@dataclass
+class Splits:
+    train: PairData
+    dev: PairData
+    evals: dict[str, PairData]
+    dev_note: str
+
+
+def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
+                settings: TrainSettings) -> Splits:
+    feature = MODEL_FEATURES[model]
+    kw = {"max_length": settings.max_length, "feature": feature,
+          "feature_params": cfg.feature_params, "limit": cfg.limit}
+    train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
+    present = {s for d, s in store.datasets() if d == cfg.dataset}
+    dev_split = cfg.dev_split or ("dev" if "dev" in present else None)
+    if dev_split is not None:
+        dev = load_split(store, cfg.dataset, dev_split, tokenizer, **kw)
+        note = f"split {dev_split}"
+    else:
+        perm = np.random.default_rng(0).permutation(len(train))
+        n_dev = max(1, int(round(cfg.dev_fraction * len(train))))
+        dev, train = train.subset(np.sort(perm[:n_dev])), train.subset(np.sort(perm[n_dev:]))
+        note = f"{n_dev} pairs held out of {cfg.train_split} (seed 0)"
+    if cfg.sample is not None:
+        if not 0 < cfg.sample <= 1:
+            raise PriorError(f"--sample must be in (0, 1], not {cfg.sample}")
+        n = max(1, int(round(cfg.sample * len(train))))
+        pick = np.random.default_rng(cfg.sample_seed).permutation(len(train))[:n]
+        train = train.subset(np.sort(pick))
+    evals = {s: load_split(store, cfg.dataset, s, tokenizer, **kw) for s in cfg.eval_splits}
+    for name, data in [("train", train), ("dev", dev), *evals.items()]:
+        if data.labels is None:
+            raise DataError(f"{cfg.dataset}/{data.split} has no labels: it cannot be used for {name}")
+    return Splits(train, dev, evals, note)
+
+
+# --------------------------------------------------------------------------- evaluation
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+@torch.no_grad()
+def predict(model: PriorBertModel, data: PairData, batch_size: int, rt: Runtime) -> np.ndarray:
+    """Model outputs (logits (N, C) or scores (N, 1)) for every pair, in order."""
+    model.eval()
+    outs = []
+    for batch in data.batches(batch_size):
+        batch.pop("labels", None)
+        with rt.autocast():
+            logits = model(**to_device(batch, rt.device)).logits
+        outs.append(logits.float().cpu().numpy())
+    return np.concatenate(outs) if outs else np.zeros((0, 1), dtype=np.float32)
+
+
+def evaluate(model: PriorBertModel, data: PairData, batch_size: int, rt: Runtime,
+             names: tuple[str, ...]) -> dict[str, float]:
+    if data.labels is None:
+        raise DataError(f"{data.dataset}/{data.split} has no labels to evaluate against")
+    return metrics.compute(names, predict(model, data, batch_size, rt), data.labels[data.rows])
+
+
+# --------------------------------------------------------------------------- checkpoints
+def save_optimizer(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """AdamW state as safetensors: ``<param>.exp_avg``, ``<param>.exp_avg_sq``, ``<param>.step``."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    tensors: dict[str, torch.Tensor] = {}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            if not state:
+                continue
+            n = names[id(p)]
+            for key, value in state.items():
+                t = value if torch.is_tensor(value) else torch.tensor(value)
+                tensors[f"{n}.{key}"] = t.detach().cpu().contiguous()
+    save_file(tensors, str(path))
+
+
+def load_optimizer(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    tensors = load_file(str(path))
+    for n, p in model.named_parameters():
+        state = {key: tensors[f"{n}.{key}"].to(p.device) for key in ("step", "exp_avg", "exp_avg_sq")
+                 if f"{n}.{key}" in tensors}
+        if state:
+            optimizer.state[p] = state
+
+
+def save_checkpoint(directory: Path, model: PriorBertModel, tokenizer: Any, meta: dict[str, Any]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    with backbones.quiet_hf():
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def load_checkpoint(directory: Path | str) -> tuple[PriorBertModel, Any, dict[str, Any]]:
+    """(model, tokenizer, prior.json) of a checkpoint directory written by :func:`train`."""
+    directory = Path(directory)
+    meta_path = directory / META_FILE
+    if not meta_path.is_file():
+        raise NotFoundError(f"{directory} is not a prior checkpoint (no {META_FILE}); give the "
+                            "`best/` or `last/` folder of a `prior train` output")
+    meta = json.loads(meta_path.read_text())
+    cls = MODEL_CLASSES[meta["model"]]
+    with backbones.quiet_hf():
+        model = cls.from_pretrained(directory)
+    tokenizer = backbones.load_tokenizer(str(directory))
+    return model, tokenizer, meta
+
+
+# --------------------------------------------------------------------------- training
+def linear_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int,
+                  total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def make_optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases and LayerNorm weights (BERT's recipe)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name else decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": s.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=s.lr)
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Train ``cfg.model`` on ``cfg.dataset`` from the store; returns the final summary."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    rt = runtime()
+    model_name, size = parse_model_name(cfg.model)
+    settings = cfg.settings or default_settings(model_name, cfg.dataset)
+    task = task_for(cfg.dataset)
+    out = Path(cfg.output)
+    store = open_store(cfg.store, create=False)
+
+    state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
+    if cfg.resume is not None:
+        model, tokenizer, meta = load_checkpoint(cfg.resume)
+        if meta["model"] != model_name:
+            raise PriorError(f"{cfg.resume} holds a {meta['model']} model, not {model_name}")
+        state = json.loads((Path(cfg.resume) / STATE_FILE).read_text())
+        backbone = meta["backbone"]
+    else:
+        backbone = backbones.resolve_backbone(size, cfg.backbone)
+        tokenizer = backbones.load_tokenizer(backbone)
+    splits = load_splits(store, cfg, model_name, tokenizer, settings)
+    num_labels = 1 if splits.train.label_kind == "score" else len(splits.train.label_names)
+    if cfg.resume is None:
+        options = dict(cfg.model_options)
+        source = splits.train.source
+        if model_name == "gibert" and source is not None and "embedding_dim" not in options:
+            options["embedding_dim"] = int(source.table.shape[1])  # type: ignore[attr-defined]
+        torch.manual_seed(cfg.seed)
+        model = backbones.build_model(MODEL_CLASSES[model_name], backbone, num_labels=num_labels,
+                                      options=options)
+    model.to(rt.device)
+    net: torch.nn.Module = model
+    if rt.world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[rt.device.index] if rt.device.type == "cuda" else None)
+
+    steps_per_epoch = math.ceil(len(splits.train.order(True, cfg.seed, 0, rt.rank, rt.world))
+                                / settings.batch_size)
+    total = steps_per_epoch * settings.epochs
+    if cfg.max_steps is not None:
+        total = min(total, cfg.max_steps)
+    optimizer = make_optimizer(model, settings)
+    scheduler = linear_warmup(optimizer, int(settings.warmup * total), total)
+    if cfg.resume is not None:
+        load_optimizer(Path(cfg.resume) / OPTIMIZER_FILE, model, optimizer)
+        scheduler.last_epoch = state["step"]
+        for group, base in zip(optimizer.param_groups, scheduler.base_lrs):
+            group["lr"] = base * scheduler.lr_lambdas[0](state["step"])
+
+    meta = {
+        "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
+        "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
+        "feature": MODEL_FEATURES[model_name], "feature_params": cfg.feature_params,
+        "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
+        "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
+        "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
+        "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
+        "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
+    }
+    log_path = out / "metrics.jsonl"
+    if rt.main:
+        out.mkdir(parents=True, exist_ok=True)
+    key_metric = task.metrics[0]
+    stopped = False
+    with progress_bar(progress_enabled(cfg.progress) and rt.main) as bar:
+        for epoch in range(state["epoch"], settings.epochs):
+            net.train()
+            task_id = bar.add_task(f"{cfg.model} epoch {epoch + 1}/{settings.epochs}",
+                                   total=steps_per_epoch, info="") if bar else None
+            t0, losses, step_times = time.perf_counter(), [], []
+            for batch in splits.train.batches(settings.batch_size, shuffle=True, seed=cfg.seed,
+                                              epoch=epoch, rank=rt.rank, world=rt.world):
+                ts = time.perf_counter()
+                batch = to_device(batch, rt.device)
+                with rt.autocast():
+                    loss = net(**batch).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["step"] += 1
+                losses.append(float(loss.detach()))
+                step_times.append(time.perf_counter() - ts)
+                if bar:
+                    bar.update(task_id, advance=1, info=f"loss {np.mean(losses[-20:]):.4f}")
+                if cfg.max_steps is not None and state["step"] >= cfg.max_steps:
+                    stopped = True
+                    break
+            dev = evaluate(model, splits.dev, settings.batch_size, rt, task.metrics)
+            improved = state["best"] is None or dev[key_metric] > state["best"]
+            state["epoch"] = epoch + 1
+            if improved:
+                state["best"], state["bad_epochs"] = dev[key_metric], 0
+            else:
+                state["bad_epochs"] += 1
+            record = {"epoch": epoch + 1, "step": state["step"], "train_loss": float(np.mean(losses)),
+                      **{f"dev_{k}": v for k, v in dev.items()}, "best": improved,
+                      "seconds": time.perf_counter() - t0,
+                      "step_seconds": float(np.mean(step_times)) if step_times else None}
+            if rt.main:
+                with log_path.open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                epoch_meta = {**meta, "epoch": epoch + 1, "dev_metrics": dev}
+                if improved:
+                    save_checkpoint(out / "best", model, tokenizer, epoch_meta)
+                save_checkpoint(out / "last", model, tokenizer, epoch_meta)
+                save_optimizer(out / "last" / OPTIMIZER_FILE, model, optimizer)
+                (out / "last" / STATE_FILE).write_text(json.dumps(state) + "\n")
+            if stopped or state["bad_epochs"] >= settings.patience:
+                break
+    if rt.world > 1:
+        torch.distributed.barrier()
+    summary: dict[str, Any] = {"output": str(out), "best_dev": state["best"], "epochs": state["epoch"],
+                               "steps": state["step"], "key_metric": key_metric}
+    if splits.evals:
+        best, _, _ = load_checkpoint(out / "best")
+        best.to(rt.device)
+        for split, data in splits.evals.items():
+            summary[split] = evaluate(best, data, settings.batch_size, rt, task.metrics)
+    if rt.main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def evaluate_checkpoint(checkpoint: Path | str, dataset: str, split: str, *, store: str | None = None,
+                        limit: int | None = None, batch_size: int | None = None) -> dict[str, float]:
+    """Metrics of a saved checkpoint on one split of the store (the same feature entry kind)."""
+    rt = runtime()
+    model, tokenizer, meta = load_checkpoint(checkpoint)
+    st = open_store(store or meta["fingerprints"]["train"]["store"], create=False)
+    settings = meta["settings"]
+    data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
+                      feature=meta["feature"], feature_params=meta.get("feature_params"), limit=limit)
+    model.to(rt.device)
+    names = tuple(meta.get("metrics_names") or task_for(dataset).metrics)
+    return evaluate(model, data, batch_size or settings["batch_size"], rt, names)
+
+
+__all__ = ["TrainConfig", "train", "evaluate_checkpoint", "load_checkpoint", "predict", "evaluate"]

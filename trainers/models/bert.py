@@ -1,0 +1,11 @@
+"""`bert`: the baseline, Hugging Face ``BertForSequenceClassification`` unchanged."""
+
+from __future__ import annotations
+
+from trainers.models.base import PriorBertModel
+
+
+class BertPairModel(PriorBertModel):
+    """BERT fine-tuned on ``[CLS] A [SEP] B [SEP]``; [CLS] → pooler → classifier."""
+
+    model_name = "bert"

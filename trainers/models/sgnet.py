@@ -1,0 +1,69 @@
+"""`sgnet` (SG-Net, Zhang et al., sgnet.txt §3.2–3.3): a syntax-guided layer over BERT's output.
+
+One extra Transformer layer (multi-head self-attention, FFN with GeLU, residual + LayerNorm:
+exactly a Hugging Face ``BertLayer``, freshly initialised) reads the encoder's last hidden
+states H under the SDOI mask and gives H'. The dual-context aggregation (eq. 9) is
+H̄ = α·H + (1−α)·H' with α = 0.5; H̄ goes through BERT's pooler ([CLS] → dense → tanh) and the
+classifier, as in the baseline, so that α = 1 gives BERT's logits exactly.
+
+The mask (built by the loader from the stored per-sentence SDOI matrices, trainers/grid.py) is
+block-diagonal: a word piece may attend to the pieces of its own word and of its ancestors
+in its own sentence; [CLS], [SEP] and [PAD] attend to themselves only. "M · QKᵀ" (eq. 7) is
+read as restriction: disallowed positions get the dtype's most negative value before softmax.
+Option ``learn_alpha``: the authors' code learns the two weights (both start at 0.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import BertConfig
+from transformers import initialization as init
+from transformers.modeling_outputs import SequenceClassifierOutput
+from transformers.models.bert.modeling_bert import BertLayer
+
+from trainers.models.base import PriorBertModel, restrict_mask
+
+
+class SgNetModel(PriorBertModel):
+    model_name = "sgnet"
+    batch_features = ("sdoi_mask",)
+    default_options = {"alpha": 0.5, "learn_alpha": False}
+
+    def build_prior(self, config: BertConfig) -> None:
+        self.sg_layer = BertLayer(config)
+        alpha = float(self.options["alpha"])
+        weights = torch.tensor([alpha, 1.0 - alpha])
+        if self.options["learn_alpha"]:
+            self.sg_weights = nn.Parameter(weights)
+        else:
+            self.register_buffer("sg_weights", weights, persistent=True)
+
+    def init_prior_parameters(self, std: float) -> None:
+        alpha = float(self.options["alpha"])
+        init.copy_(self.sg_weights, torch.tensor([alpha, 1.0 - alpha]))
+
+    def forward(  # type: ignore[override]
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        sdoi_mask: torch.Tensor | None = None,
+        **kwargs: Any,
+    ) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                        return_dict=True, **kwargs)
+        H = out.last_hidden_state  # (B, T, C)
+        if sdoi_mask is None:
+            raise ValueError("sgnet needs `sdoi_mask` (B, T, T) from the loader")
+        sg_mask = restrict_mask(sdoi_mask, H.dtype)  # (B, 1, T, T)
+        H_sg = self.sg_layer(H, sg_mask)  # (B, T, C)
+        w = self.sg_weights.to(H.dtype)
+        H_bar = w[0] * H + w[1] * H_sg  # (B, T, C), eq. 9
+        pooled = self.bert.pooler(H_bar)  # (B, C)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
+        loss = self.pair_loss(logits, labels) if labels is not None else None
+        return SequenceClassifierOutput(loss=loss, logits=logits)
