@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,18 @@ def test_parsers_spacy_fingerprint_identity(parser: SpacyParser) -> None:
     assert fp["spacy_model"] == "en_core_web_sm-3.8.0"  # same identity for both package names
     assert len(fp["spacy_weights"]) == 32
     assert parser.fingerprint() == fp
+
+
+def test_parsers_spacy_fingerprint_without_loading_equals_loaded(parser: SpacyParser) -> None:
+    """fingerprint_of("spacy") (every build calls it, no-op builds too) reads files only: in a
+    fresh process it must not import spaCy, and must equal the loaded parser's fingerprint."""
+    code = ("import json, sys\nfrom pipeline.parsers import fingerprint_of\n"
+            "fp = fingerprint_of('spacy')\nprint(json.dumps([fp, 'spacy' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    fp, imported = json.loads(out)
+    assert imported is False
+    assert fp == parser.fingerprint()
 
 
 def test_parsers_spacy_weights_digest_ignores_packaging(tmp_path: Path) -> None:

@@ -121,6 +121,23 @@ def test_wordnet_version_is_stable(wordnet) -> None:  # noqa: ANN001
     assert v.startswith("wordnet-3.0:")
 
 
+@needs_debian
+def test_wordnet_version_without_nltk_equals_loaded_reader(wordnet, tmp_path: Path) -> None:  # noqa: ANN001
+    """The fast id (files only, nltk never imported: every no-op build needs it) is the id of
+    the database nltk actually loads."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NLTK_DATA", wnres.ENV_DIR)}
+    env["HOME"] = str(tmp_path / "user")  # no ~/nltk_data
+    env["PRIOR_HOME"] = str(tmp_path / "home")
+    code = ("import sys\nfrom pipeline.resources.wordnet import wordnet_files_dir, wordnet_version\n"
+            "v = wordnet_version()\nprint(wordnet_files_dir() is not None, 'nltk' in sys.modules, v)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    if out[0] == "False":
+        pytest.skip("a system nltk_data holds a zipped WordNet: only the nltk path applies")
+    assert out[1] == "False"
+    assert out[2] == wnres.wordnet_version(wordnet)
+
+
 @pytest.fixture(scope="module")
 def wordnet(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     home = tmp_path_factory.mktemp("prior_home")

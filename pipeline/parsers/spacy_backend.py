@@ -73,13 +73,13 @@ def model_identity(meta: dict[str, Any]) -> str:
 
 
 def spacy_fingerprint(model_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    """The annotator part of every backend's fingerprint (also computable without loading spaCy)."""
-    import spacy
+    """The annotator part of every backend's fingerprint (computable without importing spaCy)."""
+    from importlib import metadata
 
     return {
         "spacy_model": model_identity(meta),
         "spacy_weights": _cached_digest(str(model_dir)),
-        "spacy": ".".join(spacy.__version__.split(".")[:2]),
+        "spacy": ".".join(metadata.version("spacy").split(".")[:2]),
     }
 
 
@@ -90,9 +90,11 @@ def _cached_digest(model_dir: str) -> str:
 
 def installed_model_dir(package: str) -> Path:
     """The data directory (``<pkg>/<pkg>-<version>/``) of an installed spaCy model package."""
-    import importlib
-
-    root = Path(importlib.import_module(package).__file__ or "").parent
+    spec = importlib.util.find_spec(package)  # located, not imported (importing loads spaCy: seconds)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ResourceError(f"spaCy package {package} is not installed as a package directory")
+    root = Path(locations[0])
     candidates = sorted(p.parent for p in root.glob("*/config.cfg"))
     if not candidates:
         raise ResourceError(f"spaCy package {package} at {root} holds no model data (no */config.cfg); reinstall it")

@@ -29,6 +29,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -256,29 +257,80 @@ def load_wordnet(directory: str | os.PathLike[str] | None = None) -> Any:
     return wordnet
 
 
+def nltk_default_paths() -> list[Path]:
+    """nltk's data path in its order ($NLTK_DATA first), computed without importing nltk."""
+    env = [Path(p) for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    home = [Path("~/nltk_data").expanduser()]
+    prefix = [Path(sys.prefix) / sub for sub in ("nltk_data", "share/nltk_data", "lib/nltk_data")]
+    system = [Path(p) for p in ("/usr/share/nltk_data", "/usr/local/share/nltk_data",
+                                "/usr/lib/nltk_data", "/usr/local/lib/nltk_data")]
+    return env + home + prefix + system
+
+
+def wordnet_files_dir(directory: str | os.PathLike[str] | None = None) -> Path | None:
+    """The directory of WordNet dict files that :func:`wordnet_root` would pick, found from the
+    file system alone (no nltk import); ``None`` where only nltk can tell (a zipped corpus, a
+    data path changed at run time): callers then fall back to :func:`wordnet_root`."""
+    import importlib.util
+
+    if "nltk" in sys.modules or importlib.util.find_spec("nltk") is None:
+        return None  # nltk loaded: its (possibly modified) data path decides
+    for root in nltk_default_paths():
+        if (root / "corpora" / "wordnet").is_dir():
+            candidate = root / "corpora" / "wordnet"
+            return candidate if _is_dict_dir(candidate) else None
+        if (root / "corpora" / "wordnet.zip").exists():
+            return None
+    configured = directory if directory is not None else os.environ.get(ENV_DIR) or None
+    if configured is not None:
+        path = Path(configured).expanduser()
+        for candidate in (path / "corpora" / "wordnet", path):
+            if _is_dict_dir(candidate):
+                return candidate
+        return None
+    private = private_nltk_root() / "corpora" / "wordnet"
+    if _is_dict_dir(private):
+        return private
+    return DEBIAN_DIR if _is_dict_dir(DEBIAN_DIR) else None
+
+
+def _read_version(open_file: Any) -> str:
+    with open_file("data.adj") as fh:
+        for _ in range(40):
+            line = fh.readline()
+            line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+            if match := re.search(r"WordNet (\d+|\d+\.\d+) Copyright", line):
+                return match.group(1)
+    return "unknown"
+
+
+def _content_id(open_file: Any) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for name in HASHED_FILES:
+        h.update(name.encode("ascii") + b"\x00")
+        with open_file(name) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+    return f"wordnet-{_read_version(open_file)}:{h.hexdigest()}"
+
+
 def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | None = None) -> str:
     """``"wordnet-<version>:<blake2b-16 of data.* and index.* files>"``.
 
     Identifies the database content for feature fingerprints; computed once per process from
-    the files (of ``wn``'s root when given, else of :func:`wordnet_root`), without loading
-    WordNet. The version is read from data.adj's header as nltk's ``get_version`` does.
+    the files (of ``wn``'s root when given, else of the directory :func:`wordnet_files_dir`
+    finds, else of :func:`wordnet_root`), without loading WordNet or, where the files are plain
+    files, importing nltk (which costs seconds: this runs on every build, no-op ones included).
+    Content-based, so the same database gives the same id wherever it is installed. The
+    version is read from data.adj's header as nltk's ``get_version`` does.
     """
+    if wn is None and (files := wordnet_files_dir(directory)) is not None:
+        key = str(files)
+        if key not in _version_cache:
+            _version_cache[key] = _content_id(lambda name: (files / name).open("rb"))
+        return _version_cache[key]
     root = wn.root if wn is not None else wordnet_root(directory)
     key = str(root)
     if key not in _version_cache:
-        h = hashlib.blake2b(digest_size=16)
-        for name in HASHED_FILES:
-            h.update(name.encode("ascii") + b"\x00")
-            with root.join(name).open() as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
-        version = "unknown"
-        with root.join("data.adj").open() as fh:
-            for _ in range(40):
-                line = fh.readline()
-                line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-                if match := re.search(r"WordNet (\d+|\d+\.\d+) Copyright", line):
-                    version = match.group(1)
-                    break
-        _version_cache[key] = f"wordnet-{version}:{h.hexdigest()}"
+        _version_cache[key] = _content_id(lambda name: root.join(name).open())
     return _version_cache[key]
