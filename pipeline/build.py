@@ -32,7 +32,7 @@ from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARSER = "spacy"
+DEFAULT_PARSER = "biaffine"  # the papers parse with Dozat & Manning's biaffine parser; "spacy" stays available
 DEFAULT_FEATURES = ("sdoi", "wup")
 
 
@@ -296,14 +296,11 @@ def _same_source(store: Store, dataset: str, split: str, sha: str) -> bool:
 
 
 def _parser_fingerprint(spec: str) -> dict[str, Any]:
-    """The parser's identity; a backend may offer a cheap ``fingerprint_of(spec)`` that avoids
-    loading its model (keeps a no-op rebuild fast), else the model is loaded once here."""
-    import pipeline.parsers as parsers
+    """The parser's identity, from its model files without loading the model where the backend
+    allows it (keeps a no-op rebuild fast)."""
+    from pipeline.parsers import fingerprint_of
 
-    cheap = getattr(parsers, "fingerprint_of", None)
-    if cheap is not None:
-        return dict(cheap(spec))
-    return dict(parsers.get_parser(spec).fingerprint())
+    return dict(fingerprint_of(spec))
 
 
 def build(options: BuildOptions) -> BuildReport:

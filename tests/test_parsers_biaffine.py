@@ -6,6 +6,8 @@ import json
 import re
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,15 @@ def test_parsers_biaffine_fingerprint_and_registry(parser: BiaffineParser) -> No
     assert fp["spacy_model"] == "en_core_web_sm-3.8.0"
     assert fingerprint_of("biaffine") == fp == fingerprint_of(f"biaffine:{SHIPPED}")
     assert get_parser("biaffine") is get_parser("biaffine")
+
+
+def test_parsers_biaffine_fingerprint_imports_neither_torch_nor_spacy() -> None:
+    """Every build computes the parser fingerprint, no-op builds too: it must stay file-only."""
+    code = ("import json, sys\nfrom pipeline.parsers import fingerprint_of\nfp = fingerprint_of('biaffine')\n"
+            "print(json.dumps([fp['backend'], [m for m in ('torch', 'spacy', 'supar') if m in sys.modules]]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    assert json.loads(out) == ["biaffine", []]
 
 
 def _copy(tmp_path: Path) -> Path:

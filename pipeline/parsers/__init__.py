@@ -33,7 +33,7 @@ def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
 
         return {"backend": "spacy", **fingerprint_of_package(arg or None)}
     if name == "biaffine":
-        from pipeline.parsers.biaffine import fingerprint_of_spec
+        from pipeline.parsers.artifact import fingerprint_of_spec
 
         cheap = fingerprint_of_spec(arg)
         if cheap is not None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from featurestore.errors import ResourceError
+
+if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need only the files
+    import torch
 
 FORMAT = "prior-biaffine-dep/1"
 CONFIG_FILE = "config.json"
@@ -124,8 +126,9 @@ def export_model(model: torch.nn.Module, settings: dict[str, Any], vocab: Vocabu
                  *, dtype: str = "float16", training: dict[str, Any] | None = None,
                  name: str = "prior-biaffine-ewt") -> Path:
     """Write ``model.safetensors`` (``dtype``) and ``config.json`` to ``out_dir``."""
-    from safetensors.torch import save_file
     import supar
+    import torch
+    from safetensors.torch import save_file
 
     if dtype not in ("float16", "float32"):
         raise ResourceError(f"dtype must be float16 or float32, not {dtype!r}")
@@ -230,3 +233,27 @@ def load_artifact(model_dir: str | Path) -> LoadedModel:
     model.eval()
     return LoadedModel(model=model, vocab=Vocabularies.from_json(config["vocab"]),
                        name=str(config.get("name", "biaffine")), checksum=checksum, config=config)
+
+
+def default_model_dir() -> Path:
+    """``$PRIOR_PARSER_MODEL``, else ``data/parser`` of this checkout (resolved when called)."""
+    if env := os.environ.get("PRIOR_PARSER_MODEL"):
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parents[2] / "data" / "parser"
+
+
+def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any]) -> dict[str, Any]:
+    return {"backend": "biaffine", "model": name, "model_checksum": checksum, "decode": "mst-single-root",
+            **spacy_part}
+
+
+def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
+    """The fingerprint of ``biaffine[:arg]`` from the files alone (no torch, no spaCy import);
+    None where the model must be loaded (a supar file or published name)."""
+    from pipeline.parsers.spacy_backend import fingerprint_of_package
+
+    path = default_model_dir() if not arg else Path(arg).expanduser()
+    if not path.is_dir():
+        return None
+    config, checksum = read_config(path)
+    return biaffine_fingerprint(str(config.get("name", "biaffine")), checksum, fingerprint_of_package())

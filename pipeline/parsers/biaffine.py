@@ -18,7 +18,6 @@ relation vocabulary is never output; inference runs in float32.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,20 +25,13 @@ from typing import Any
 import torch
 
 from featurestore.errors import ResourceError
-from pipeline.parsers.artifact import (LoadedModel, load_artifact, model_settings_from_supar, read_config,
-                                       vocabularies_from_supar)
+from pipeline.parsers.artifact import (LoadedModel, biaffine_fingerprint, default_model_dir, load_artifact,
+                                       model_settings_from_supar, vocabularies_from_supar)
 from pipeline.parsers.base import Parse
 from pipeline.parsers.spacy_backend import SpacyAnnotator, doc_to_parse, fingerprint_of_package, shared_annotator
 from pipeline.parsers.supar_compat import quiet_supar_warnings
 
 DEFAULT_BATCH_TOKENS = 5000
-
-
-def default_model_dir() -> Path:
-    """``$PRIOR_PARSER_MODEL``, else ``data/parser`` of this checkout (resolved when called)."""
-    if env := os.environ.get("PRIOR_PARSER_MODEL"):
-        return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "data" / "parser"
 
 
 def load_supar_model(spec: str) -> LoadedModel:
@@ -83,20 +75,6 @@ def load_model(spec: str | Path | None = None) -> LoadedModel:
     if path.is_dir():
         return load_artifact(path)
     return load_supar_model(str(spec))
-
-
-def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any]) -> dict[str, Any]:
-    return {"backend": "biaffine", "model": name, "model_checksum": checksum, "decode": "mst-single-root",
-            **spacy_part}
-
-
-def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
-    """The fingerprint of ``biaffine[:arg]`` without building the model; None if it needs loading."""
-    path = default_model_dir() if not arg else Path(arg).expanduser()
-    if not path.is_dir():
-        return None
-    config, checksum = read_config(path)
-    return biaffine_fingerprint(str(config.get("name", "biaffine")), checksum, fingerprint_of_package())
 
 
 class BiaffineModel:
