@@ -31,12 +31,12 @@ REFERENCE_SENTENCES = [
     ["I", "do", "n't", "think", "she", "knew", "what", "he", "wanted", "."],
 ]
 REFERENCE = [
-    ([2, 4, 4, 5, 0, 9, 9, 9, 5, 5],
-     ['det', 'amod', 'nsubj', 'amod', 'root', 'case', 'det', 'amod', 'nmod', 'punct']),
+    ([5, 3, 5, 5, 0, 9, 9, 9, 5, 5],
+     ['det', 'amod', 'compound', 'compound', 'root', 'case', 'det', 'amod', 'nmod', 'punct']),
     ([2, 4, 4, 0, 6, 4, 8, 4, 4],
-     ['det', 'nsubj:pass', 'aux:pass', 'root', 'det', 'obj', 'case', 'obl', 'punct']),
-    ([4, 4, 4, 0, 6, 4, 9, 9, 4, 4],
-     ['nsubj', 'aux', 'advmod', 'root', 'nsubj', 'ccomp', 'mark', 'nsubj', 'ccomp', 'punct']),
+     ['det', 'nsubj', 'aux', 'root', 'det', 'obj', 'case', 'obl', 'punct']),
+    ([4, 4, 4, 0, 6, 4, 9, 9, 6, 4],
+     ['nsubj', 'aux', 'advmod', 'root', 'nsubj', 'ccomp', 'obj', 'nsubj', 'ccomp', 'punct']),
 ]
 
 
