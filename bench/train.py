@@ -1,23 +1,30 @@
 """Real training runs, step-time ratios and loader throughput for the six models (not tests).
 
-Build the store once (spaCy parser here; the default parser where available)::
+Build the store once (here with the spaCy parser; the default biaffine parser where its model
+is available), then dependency-based embeddings for `emb` from the store's own parses::
 
-    PRIOR_DATA_DIR=../shared/data prior build --dataset mrpc --features sdoi,wup,dep,emb \\
-        --embeddings EMB_FILE --store STORE
+    export PRIOR_DATA_DIR=../shared/data PRIOR_NO_PROGRESS=1 OMP_NUM_THREADS=1
+    prior build --dataset mrpc --features sdoi,wup,dep --parser spacy --workers 1 --store STORE
+    prior embed train --contexts dep --store STORE --dataset mrpc --threads 1 --out EMB.txt
+    prior build --dataset mrpc --features emb --embeddings EMB.txt --parser spacy --workers 1 --store STORE
 
-Then::
+Then (one process at a time, one torch thread each)::
 
+    python bench/train.py loader --store STORE                               # pairs/s per core
+    python bench/train.py steptime --store STORE --steps 4 --repeats 3       # × bert, same batches
     python bench/train.py runs --store STORE --regime sample --seeds 1,2,3   # 10% of train, 3 seeds
     python bench/train.py runs --store STORE --regime full --seeds 1         # full train split
-    python bench/train.py steptime --store STORE --steps 5                  # vs bert, same batches
-    python bench/train.py loader --store STORE                              # pairs/s per core
+    python bench/train.py table bench/out/train-sample.jsonl                 # the table again
 
 ``runs``: every ``-mini`` model (all-MiniLM-L6-v2) on MRPC with the papers' settings
 (trainers/registry.py), dev = a fixed 10% of train (MRPC has no dev split), evaluated on the full
 test split; ``--regime sample`` trains on a fixed, seeded 10% of the remaining training pairs
 (the same sample for every seed). Results: one JSON line per run in
-bench/out/train-<regime>.jsonl and a Markdown table (mean ± sd over seeds) on stdout.
-Models whose feature is missing from the store are reported and skipped.
+bench/out/train-<regime>.jsonl (with the machine's load average at its end and the mean step
+time) and a Markdown table (mean ± sd over seeds) on stdout; each run's metrics.jsonl,
+summary.json and prior.json stay in bench/out/train/<regime>/<model>-<size>-s<seed>/ (weights
+are deleted unless ``--keep-checkpoints``). ``--models`` runs a subset (e.g. the rest of an
+interrupted regime). Models whose feature is missing from the store are reported and skipped.
 On a GPU machine the same command uses CUDA with bf16 autocast; add ``--size base`` there.
 """
 
@@ -25,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import sys
 import time
@@ -36,7 +45,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
 MODELS = ("bert", "bert-sim", "sgnet", "dafa", "gibert", "cda")
-PAPER_BERT_BASE_MRPC = "BERT-base in the papers: F1 88.0±0.4 (UERBERT §5), acc 87.2 (CDA Table 1)"
+PAPER_BERT_BASE_MRPC = ("papers, BERT-base on MRPC: F1 88.0±0.4 (UERBERT Table 3, data-augmented BERT; BERT-Sim "
+                        "88.3±0.3); 87.2 (DAFA and CDA Table 1, metric not named; DAFA-base 89.0, CDA-LM-base 89.1)")
 
 
 def _store(path: str):  # noqa: ANN202
@@ -79,11 +89,31 @@ def cmd_runs(args: argparse.Namespace) -> None:
                 seed=seed, sample=0.1 if args.regime == "sample" else None,
                 eval_splits=("test",), progress=False, threads=args.threads))
             record = {"model": model, "size": args.size, "regime": args.regime, "seed": seed,
-                      "seconds": time.perf_counter() - t0, **summary}
+                      "seconds": time.perf_counter() - t0, "loadavg_end": list(os.getloadavg()),
+                      "step_seconds": _mean_step_seconds(run_dir), **summary}
+            if not args.keep_checkpoints:
+                _drop_checkpoints(run_dir)
             with out_path.open("a") as fh:
                 fh.write(json.dumps(record) + "\n")
             print(json.dumps(record), flush=True)
     table(out_path)
+
+
+def _mean_step_seconds(run_dir: Path) -> float | None:
+    """Mean seconds per training step over the run's epochs (from its metrics.jsonl)."""
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [r["step_seconds"] for r in lines if r.get("step_seconds") is not None]
+    return statistics.mean(steps) if steps else None
+
+
+def _drop_checkpoints(run_dir: Path) -> None:
+    """Remove the run's weights (~90 MB per folder for -mini) once the test split is scored;
+    keep best/prior.json (settings, store fingerprints, versions) beside metrics.jsonl."""
+    meta = run_dir / "best" / "prior.json"
+    if meta.is_file():
+        shutil.copyfile(meta, run_dir / "prior.json")
+    for name in ("best", "last"):
+        shutil.rmtree(run_dir / name, ignore_errors=True)
 
 
 def table(path: Path) -> None:
@@ -97,17 +127,29 @@ def table(path: Path) -> None:
             return f"{100 * values[0]:.1f}"
         return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
 
-    print(f"\n| model | seeds | test F1 | test accuracy | ({PAPER_BERT_BASE_MRPC}) |")
-    print("|---|---|---|---|---|")
+    print(f"\n| model | seeds | test F1 | test accuracy | dev F1 | epochs | s/step | minutes/run |"
+          f"\n|---|---|---|---|---|---|---|---|")
     for model in MODELS:
         if model in rows:
             rs = rows[model]
-            print(f"| {model}-mini | {len(rs)} | {fmt([r['test']['f1'] for r in rs])} | "
-                  f"{fmt([r['test']['accuracy'] for r in rs])} | |")
+            steps = [r["step_seconds"] for r in rs if r.get("step_seconds") is not None]
+            print(f"| {model}-{rs[0].get('size', 'mini')} | {len(rs)} | "
+                  f"{fmt([r['test']['f1'] for r in rs])} | {fmt([r['test']['accuracy'] for r in rs])} | "
+                  f"{fmt([r['best_dev'] for r in rs])} | {statistics.mean(r['epochs'] for r in rs):.1f} | "
+                  f"{statistics.mean(steps):.2f} | {statistics.mean(r['seconds'] for r in rs) / 60:.1f} |"
+                  if steps else f"| {model} | {len(rs)} | {fmt([r['test']['f1'] for r in rs])} | "
+                  f"{fmt([r['test']['accuracy'] for r in rs])} | | | | |")
+    print(f"\n({PAPER_BERT_BASE_MRPC})")
 
 
 def cmd_steptime(args: argparse.Namespace) -> None:
-    """Median seconds per training step (forward, backward, AdamW) on the same batches."""
+    """Seconds per training step (forward, backward, AdamW) of each model on the same batches.
+
+    All models are built first, then timed round-robin: for every repeat and batch, one step
+    of each model in turn (the order rotates every repeat), so that a change in machine load
+    hits every model alike. Reported: the median step time and the median over (repeat, batch)
+    of the paired ratio step(model) / step(bert) on the same batch.
+    """
     from trainers import backbones
     from trainers.data import load_split
     from trainers.models import MODEL_CLASSES
@@ -118,30 +160,43 @@ def cmd_steptime(args: argparse.Namespace) -> None:
     path = backbones.resolve_backbone(args.size)
     tok = backbones.load_tokenizer(path)
     n_pairs = args.batch_size * args.steps
-    result: dict[str, float] = {}
-    for model in args.models.split(","):
-        if not _has_feature(store, model):
-            print(f"skip {model}: feature missing", file=sys.stderr)
-            continue
-        data = load_split(store, "mrpc", "train", tok, feature=MODEL_FEATURES[model], limit=n_pairs)
-        batches = [data.batch(np.arange(i, i + args.batch_size)) for i in range(0, n_pairs, args.batch_size)]
+    models = [m for m in args.models.split(",") if _has_feature(store, m)]
+    for m in set(args.models.split(",")) - set(models):
+        print(f"skip {m}: feature missing", file=sys.stderr)
+    nets, opts, batches = {}, {}, {}
+    for model in models:
+        data = load_split(store, "mrpc", "train", tok, feature=MODEL_FEATURES[model],
+                          max_length=args.max_length, limit=n_pairs)
+        batches[model] = [data.batch(np.arange(i, i + args.batch_size))
+                          for i in range(0, n_pairs, args.batch_size)]
         torch.manual_seed(0)
-        net = backbones.build_model(MODEL_CLASSES[model], path, num_labels=2).train()
-        opt = torch.optim.AdamW(net.parameters(), lr=1e-5)
-        times = []
-        for rep in range(args.repeats):
-            for b in batches:
-                t = time.perf_counter()
-                net(**b).loss.backward()
-                opt.step()
-                opt.zero_grad()
-                times.append(time.perf_counter() - t)
-        result[model] = statistics.median(times[1:])  # the first step warms up
-        print(f"{model}: {result[model]:.3f} s/step", flush=True)
-    base = result.get("bert")
-    print("\n| model | s/step | × bert |\n|---|---|---|")
-    for model, s in result.items():
-        print(f"| {model}-{args.size} | {s:.3f} | {s / base:.2f} |" if base else f"| {model} | {s:.3f} | |")
+        nets[model] = backbones.build_model(MODEL_CLASSES[model], path, num_labels=2).train()
+        opts[model] = torch.optim.AdamW(nets[model].parameters(), lr=1e-5)
+
+    def step(model: str, b: int) -> float:
+        t = time.perf_counter()
+        nets[model](**batches[model][b]).loss.backward()
+        opts[model].step()
+        opts[model].zero_grad()
+        return time.perf_counter() - t
+
+    for model in models:  # warm-up step, not timed
+        step(model, 0)
+    times: dict[str, dict[tuple[int, int], float]] = {m: {} for m in models}
+    for rep in range(args.repeats):
+        order = models[rep % len(models):] + models[:rep % len(models)]
+        for b in range(args.steps):
+            for model in order:
+                times[model][(rep, b)] = step(model, b)
+    lengths = [int(x["input_ids"].shape[1]) for x in batches[models[0]]]
+    print(f"{args.steps} batches of {args.batch_size} pairs (lengths {lengths}) × {args.repeats} "
+          f"repeats, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f}")
+    print("\n| model | median s/step | × bert (median of paired ratios) |\n|---|---|---|")
+    for model in models:
+        med = statistics.median(times[model].values())
+        ratio = (statistics.median(times[model][k] / times["bert"][k] for k in times[model])
+                 if "bert" in times else float("nan"))
+        print(f"| {model}-{args.size} | {med:.3f} | {ratio:.2f} |", flush=True)
 
 
 def cmd_loader(args: argparse.Namespace) -> None:
@@ -181,15 +236,18 @@ def main() -> None:
     r.add_argument("--seeds", default="1")
     r.add_argument("--models", default=",".join(MODELS))
     r.add_argument("--size", default="mini")
-    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep best/ and last/ (default: delete them once the test split is scored)")
     s = sub.add_parser("steptime")
     s.add_argument("--store", required=True)
     s.add_argument("--models", default=",".join(MODELS))
     s.add_argument("--size", default="mini")
     s.add_argument("--steps", type=int, default=4)
-    s.add_argument("--repeats", type=int, default=2)
+    s.add_argument("--repeats", type=int, default=3)
+    s.add_argument("--max-length", type=int, default=128)
     s.add_argument("--batch-size", type=int, default=32)
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--threads", type=int, default=1)
     ld = sub.add_parser("loader")
     ld.add_argument("--store", required=True)
     ld.add_argument("--size", default="mini")

@@ -47,9 +47,10 @@ def train(
     limit: Annotated[int | None, typer.Option(min=1, help="Use only the first N pairs of each split.")] = None,
     sample: Annotated[float | None, typer.Option(help="Train on a fixed seeded fraction of the training pairs.")] = None,
     sample_seed: Annotated[int, typer.Option(help="Seed of --sample (independent of --seed).")] = 0,
-    dev_split: Annotated[str | None, typer.Option(help="Dev split (default: dev, else 10% held out of train).")] = None,
+    dev_split: Annotated[str | None, typer.Option(help="Dev split (default: dev, trial, dev_matched or validation when present, else 10% held out of train).")] = None,
     eval_split: Annotated[list[str] | None, typer.Option(help="Split(s) to score with the best model at the end.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true).")] = None,
+    feature_param: Annotated[list[str] | None, typer.Option("--feature-param", help="Select the store entry whose parameters include key=value (e.g. preset=uerbert-code for wup).")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -72,6 +73,7 @@ def train(
                           backbone=backbone, settings=settings, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=_options(option),
+                          feature_params=_options(feature_param) or None,
                           resume=resume, threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:

@@ -79,6 +79,17 @@ def test_data_missing_feature_prints_build_command(tmp_path: Path) -> None:
     assert f"prior build --dataset toy --features dep --store {bare.location}" in str(err.value)
 
 
+def test_data_missing_feature_command_names_parser_and_embeddings(tmp_path: Path) -> None:
+    """A store parsed with spaCy needs `--parser spacy` (the build default is biaffine), and
+    `emb` needs an embedding file: the printed command says both."""
+    bare = tiny_store(tmp_path / "bare", features=(), parser={"backend": "spacy"})
+    with pytest.raises(MissingFeatureError) as err:
+        load_split(bare, "toy", "train", tiny_tokenizer(), feature="emb")
+    assert (f"prior build --dataset toy --features emb --embeddings EMB_FILE --parser spacy "
+            f"--store {bare.location}") in str(err.value)
+    assert "prior embed train" in str(err.value)
+
+
 def test_data_truncation_keeps_alignment(store) -> None:  # noqa: ANN001
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup", max_length=9)
     grid = data.batch_arrays(np.array([0]))["prior_grid"][0]
@@ -88,3 +99,13 @@ def test_data_truncation_keeps_alignment(store) -> None:  # noqa: ANN001
         for q in range(9):
             if seg[p] == 0 and seg[q] == 1:
                 assert grid[p, q] == pytest.approx(pair_value(0, wid[p], wid[q]))
+
+
+def test_data_fingerprint_records_entries_and_parser(store) -> None:  # noqa: ANN001
+    """What a checkpoint's prior.json records about the data: the feature entry keys and the
+    parse (id and parser fingerprint) the words came from, also for a model without feature."""
+    dep = load_split(store, "toy", "train", tiny_tokenizer(), feature="dep")
+    assert set(dep.fingerprint["entries"]) == {"dep", "tfidf"}
+    assert dep.fingerprint["parser"] == {"parser": "hand"}
+    plain = load_split(store, "toy", "train", tiny_tokenizer())
+    assert plain.fingerprint["entries"] == {} and plain.fingerprint["parse"] == dep.fingerprint["parse"]

@@ -100,3 +100,65 @@ def test_loop_mini_backbone_resolves_offline() -> None:
     assert (path / "model.safetensors").is_file()
     assert backbones.resolve_backbone("base") == "google-bert/bert-base-uncased"
     assert backbones.resolve_backbone("mini", "x/y") == "x/y"
+
+
+def test_loop_feature_param_selects_the_store_entry(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    """`--feature-param key=value` picks the entry with those parameters; none matching is an
+    error that prints the build command."""
+    store, backbone = setup
+    result = CliRunner().invoke(app(), ["train", "bert-sim", "--backbone", str(backbone), "--dataset",
+                                        "toy", "--store", str(store), "--output", str(tmp_path / "o"),
+                                        "--feature-param", "preset=uerbert-code", "--no-progress"])
+    assert result.exit_code == 1
+    assert "'preset': 'uerbert-code'" in result.output
+    assert "prior build --dataset toy --features wup" in result.output
+
+
+@pytest.mark.slow
+def test_loop_ddp_two_cpu_ranks_with_torchrun(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    """DDP as the docs run it (torchrun), on CPU with the gloo backend: two ranks, each serving
+    half of the shuffled training pairs, one shared result."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    store, backbone = setup
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    prior = shutil.which("prior", path=str(Path(sys.executable).parent))
+    if torchrun is None or prior is None:
+        pytest.skip("torchrun or the prior script is not installed beside this Python")
+    out = tmp_path / "ddp"
+    env = {**os.environ, "PRIOR_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([torchrun, "--nproc_per_node", "2", prior, "train", "dafa", "--backbone",
+                           str(backbone), "--dataset", "toy", "--store", str(store), "--output", str(out),
+                           "--epochs", "2", "--batch-size", "2", "--threads", "1", "--eval-split", "test"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    assert len(summaries) == 2 and summaries[0] == summaries[1]  # both ranks, same result
+    meta = json.loads((out / "best" / "prior.json").read_text())
+    assert meta["world_size"] == 2
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [1, 2]  # 3 training pairs → 2 per rank → 1 step/epoch
+
+
+def test_loop_dev_split_by_name_else_held_out(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    """SICK's dev split is called "trial"; a dataset without any dev split (MRPC) holds out a
+    fixed 10% of train, the same whatever --seed."""
+    from trainers.loop import TrainConfig, load_splits
+    from trainers.registry import TrainSettings
+
+    _, backbone = setup
+    tok = backbones.load_tokenizer(str(backbone))
+    trial = tiny_store(tmp_path / "trial", features=(), splits=("train", "trial"))
+    cfg = TrainConfig(model="bert", dataset="toy", output=tmp_path / "o")
+    splits = load_splits(trial, cfg, "bert", tok, TrainSettings())
+    assert splits.dev.split == "trial" and splits.dev_note == "split trial"
+    assert len(splits.train) == 4
+    plain = tiny_store(tmp_path / "plain", features=(), splits=("train",))
+    a = load_splits(plain, cfg, "bert", tok, TrainSettings())
+    b = load_splits(plain, TrainConfig(model="bert", dataset="toy", output=tmp_path / "o", seed=7),
+                    "bert", tok, TrainSettings())
+    assert len(a.dev) == 1 and len(a.train) == 3 and "held out" in a.dev_note
+    assert a.dev.rows.tolist() == b.dev.rows.tolist()

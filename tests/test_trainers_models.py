@@ -167,3 +167,99 @@ def test_models_bert_is_plain_huggingface() -> None:
     from transformers import BertForSequenceClassification
 
     assert issubclass(BertPairModel, BertForSequenceClassification)
+
+
+def test_models_dafa_closed_filter_is_bert() -> None:
+    """The residual reading of eq. 9 (output = s_i + f·tanh(W_l v + b)): with the fusion's last
+    projection at zero the first layer is vanilla attention, so DAFA gives BERT's logits."""
+    bert, dafa = same_weights("dafa")
+    fusion = dafa.bert.encoder.layer[0].attention.self.fusion
+    x, f = inputs(), features("dafa")
+    with torch.no_grad():
+        fusion.W_l.weight.zero_()
+        fusion.W_l.bias.zero_()
+        assert torch.equal(dafa(**x, **f).logits, bert(**x).logits)
+        fusion.W_l.bias.fill_(0.3)
+        assert not torch.allclose(dafa(**x, **f).logits, bert(**x).logits)
+
+
+def test_models_dafa_additive_attention_depends_on_its_guide() -> None:
+    """Eq. 7's "⊕" read as a sum inside tanh: the attention weights over d_j change with the
+    guiding s_i (with a concatenation the s_i term would cancel in the softmax)."""
+    from trainers.models.dafa import AdaptiveFusion
+
+    torch.manual_seed(0)
+    fusion = AdaptiveFusion(head_size=8, attention_size=4, hidden_size=8).eval()
+    dep = torch.randn(1, 5, 8)
+    sem1, sem2 = torch.randn(1, 5, 8), torch.randn(1, 5, 8)
+    with torch.no_grad():
+        d1 = fusion._additive(fusion.W_D(dep), fusion.W_s(sem1), fusion.w_d, None, dep)
+        d2 = fusion._additive(fusion.W_D(dep), fusion.W_s(sem2), fusion.w_d, None, dep)
+    assert not torch.allclose(d1, d2)
+
+
+def test_models_cda_separable_scores_equal_the_paper_formulas() -> None:
+    """Additive tanh(w_a·[q_t; k_j] + b) and minus tanh(w_m·(q_t − k_j)) computed without the
+    (T, T, d) tensor equal the formulas computed naively; bilinear is q_tᵀ W_b k_j, unscaled."""
+    from trainers.models.cda import CommixSelfAttention
+
+    torch.manual_seed(0)
+    attn = CommixSelfAttention(tiny_config(), layer_idx=0)
+    d = attn.attention_head_size
+    q, k = torch.randn(2, 4, 6, d), torch.randn(2, 4, 6, d)  # (B, nh, T, hs)
+    dot, add, minus, bil = attn.scores(q, k)
+    qq = q[:, :, :, None, :].expand(-1, -1, -1, 6, -1)  # (B, nh, Tq, Tk, hs)
+    kk = k[:, :, None, :, :].expand(-1, -1, 6, -1, -1)
+    w_a = torch.cat([attn.w_add_q.weight, attn.w_add_k.weight], dim=-1)  # (1, 2hs)
+    naive_add = torch.tanh(torch.cat([qq, kk], dim=-1) @ w_a.T + attn.w_add_q.bias).squeeze(-1)
+    naive_minus = torch.tanh((qq - kk) @ attn.w_minus.weight.T).squeeze(-1)
+    naive_bil = torch.einsum("bhtd,ed,bhje->bhtj", q, attn.W_bilinear.weight, k)
+    assert torch.allclose(add, naive_add, atol=1e-6)
+    assert torch.allclose(minus, naive_minus, atol=1e-6)
+    assert torch.allclose(bil, naive_bil, atol=1e-5)
+    assert torch.allclose(dot, q @ k.transpose(2, 3) / d**0.5, atol=1e-6)
+
+
+def test_models_sgnet_learned_alpha_starts_at_half_and_trains(tmp_path: Path) -> None:
+    """Option learn_alpha (the authors' code): the two weights are parameters starting at 0.5."""
+    model = make("sgnet", options={"learn_alpha": True}).train()
+    assert isinstance(model.sg_weights, torch.nn.Parameter)
+    assert model.sg_weights.tolist() == [0.5, 0.5]
+    model(**inputs(), **features("sgnet"), labels=torch.tensor([0, 1, 1])).loss.backward()
+    assert model.sg_weights.grad is not None and model.sg_weights.grad.abs().sum() > 0
+    fixed = make("sgnet")
+    assert not isinstance(fixed.sg_weights, torch.nn.Parameter)
+
+
+def test_models_sgnet_mask_restricts_attention() -> None:
+    """Eq. 7's M·QKᵀ as restriction: in the syntax layer a position sees only what its mask
+    row allows, so changing a disallowed position's hidden state changes nothing at it."""
+    model = make("sgnet", attn_implementation="eager").eval()
+    H = torch.randn(1, 4, 32)
+    allowed = torch.eye(4, dtype=torch.bool)[None]
+    allowed[0, 0, 1] = True  # position 0 may see 1, not 2 or 3
+    from trainers.models.base import restrict_mask
+
+    mask = restrict_mask(allowed, H.dtype)
+    H2 = H.clone()
+    H2[0, 2:] += 5.0
+    with torch.no_grad():
+        a, b = model.sg_layer(H, mask), model.sg_layer(H2, mask)
+    assert torch.allclose(a[0, 0], b[0, 0], atol=1e-6)
+    H3 = H.clone()
+    H3[0, 1] += 5.0
+    with torch.no_grad():
+        assert not torch.allclose(model.sg_layer(H3, mask)[0, 0], a[0, 0])
+
+
+def test_models_bert_sim_all_ones_is_bert_under_sdpa() -> None:
+    """The default attention implementation (sdpa) hands layers a different padding mask (bool
+    or None); the grid layer reads it right: same logits as BERT up to rounding."""
+    model = make("bert-sim", seed=1).eval()
+    bert = make("bert", seed=2).eval()
+    assert model.config._attn_implementation == "sdpa"
+    bert.load_state_dict(model.state_dict(), strict=False)
+    x = inputs()
+    with torch.no_grad():
+        assert torch.allclose(model(**x, prior_grid=torch.ones(B, T, T)).logits, bert(**x).logits,
+                              atol=1e-5)

@@ -55,7 +55,8 @@ def pair_value(i: int, a: int, b: int) -> float:
 
 
 def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "emb"),
-               dataset: str = "toy", splits: tuple[str, ...] = ("train", "test")) -> Store:
+               dataset: str = "toy", splits: tuple[str, ...] = ("train", "test"),
+               parser: dict[str, Any] | None = None) -> Store:
     store = open_store(path)
     texts: dict[str, list[str]] = {}
     heads: dict[str, list[int]] = {}
@@ -73,7 +74,7 @@ def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "e
     keys = sorted(texts)
     store.write_sentences(keys, [" ".join(texts[k]) for k in keys])
     n = [len(texts[k]) for k in keys]
-    store.write_parses(PARSE, {"parser": "hand"}, keys, [
+    store.write_parses(PARSE, parser or {"parser": "hand"}, keys, [
         {"words": texts[k], "lemmas": texts[k], "upos": ["X"] * m, "tags": ["X"] * m,
          "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)])
     pair_keys = [K.pair_key(K.sentence_key(" ".join(p[0])), K.sentence_key(" ".join(p[2]))) for p in PAIRS]

@@ -35,9 +35,33 @@ class MissingFeatureError(PriorError, LookupError):
     """The store lacks a feature (or some of its keys) that a model needs."""
 
 
-def build_command(dataset: str, feature: str, store: Store, split: str | None = None) -> str:
+def parser_option(store: Store, parse: str | None = None) -> str:
+    """``--parser`` for a build that reuses ``parse`` (default: the store's latest parse).
+
+    ``prior build`` parses with ``biaffine`` unless told otherwise; a store parsed with spaCy
+    needs ``--parser spacy`` so that the new feature is computed on the same words."""
+    try:
+        fingerprints = store.parse_ids()
+    except PriorError:
+        return ""
+    if not fingerprints:
+        return ""
+    fp = fingerprints.get(parse) if parse else list(fingerprints.values())[-1]
+    return " --parser spacy" if fp and fp.get("backend") == "spacy" else ""
+
+
+def build_command(dataset: str, feature: str, store: Store, split: str | None = None,
+                  parse: str | None = None) -> str:
+    """The exact ``prior build`` line that adds ``feature`` for ``dataset`` to ``store``."""
     split_opt = f" --split {split}" if split else ""
-    return f"prior build --dataset {dataset}{split_opt} --features {feature} --store {store.location}"
+    extra = " --embeddings EMB_FILE" if feature == "emb" else ""
+    return (f"prior build --dataset {dataset}{split_opt} --features {feature}{extra}"
+            f"{parser_option(store, parse)} --store {store.location}")
+
+
+def _emb_note(feature: str) -> str:
+    return ("\n(EMB_FILE: word2vec .txt/.bin, GloVe or fastText .vec, e.g. from "
+            "`prior embed train --contexts dep --out EMB_FILE`)" if feature == "emb" else "")
 
 
 # --------------------------------------------------------------------------- tokens
@@ -164,7 +188,7 @@ def _positions(data: FeatureData, keys: Sequence[str], what: str, dataset: str, 
         raise MissingFeatureError(
             f"{store.location}: entry {data.entry.spec} ({data.entry.key}) lacks {missing} of the "
             f"{len(keys)} {what} of {dataset}/{split}; add them with\n  "
-            f"{build_command(dataset, feature, store, split)}")
+            f"{build_command(dataset, feature, store, split, data.entry.parse)}{_emb_note(feature)}")
     return pos
 
 
@@ -175,7 +199,7 @@ def _find(store: Store, name: str, dataset: str, split: str, feature: str, **kw:
         raise MissingFeatureError(
             f"{store.location} has no {name!r} feature entry"
             f"{' with ' + str(kw) if kw else ''}, needed here; build it with\n  "
-            f"{build_command(dataset, feature, store)}\n({exc})") from None
+            f"{build_command(dataset, feature, store)}{_emb_note(feature)}\n({exc})") from None
 
 
 def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
@@ -346,8 +370,11 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
                                   f"have no parse {parse or '(latest)'}; run\n  "
                                   f"{build_command(dataset, feature or 'sdoi', store, split)}")
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
+    parsers = store.parse_ids()
+    used = parse or (list(parsers)[-1] if parsers else None)  # store.parses' "latest"
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
-                   "parse": parse, "entries": dict(source.fingerprint) if source else {}}
+                   "parse": used, "parser": parsers.get(used) if used else None,
+                   "entries": dict(source.fingerprint) if source else {}}
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
                     labels=labels, label_kind=kind, label_names=names, encoded=encoded,
                     source=source, fingerprint=fingerprint,

@@ -20,7 +20,8 @@ Output directory::
 and the feature entries (fingerprints) of every split used, and the library versions.
 Nothing is pickled: weights and optimizer state are safetensors, the rest JSON.
 
-Choices: when the store has no dev split for the dataset (MRPC has only train and test), a
+Choices: the dev split is the first of ``DEV_SPLITS`` ("dev", SICK's "trial", MNLI's
+"dev_matched", "validation") the store has; without one (MRPC has only train and test), a
 fixed 10% of the training split (numpy seed 0, independent of ``--seed``) is held out as dev;
 ``sample`` then draws a fixed fraction of the remaining training pairs (seeded by
 ``sample_seed``, also independent of ``--seed``), so runs with several seeds share their data.
@@ -54,6 +55,8 @@ from trainers.registry import (MODEL_FEATURES, TrainSettings, default_settings, 
                                task_for)
 
 META_FILE = "prior.json"
+#: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
+DEV_SPLITS = ("dev", "trial", "dev_matched", "validation")
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
 
@@ -69,7 +72,7 @@ class TrainConfig:
     seed: int = 42
     limit: int | None = None  # first N pairs of each split (quick runs)
     train_split: str = "train"
-    dev_split: str | None = None  # None: "dev" when the store has it, else a held-out 10%
+    dev_split: str | None = None  # None: the first of DEV_SPLITS the store has, else a held-out 10%
     dev_fraction: float = 0.1
     sample: float | None = None  # train on a fixed fraction of the training pairs
     sample_seed: int = 0
@@ -159,7 +162,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
           "feature_params": cfg.feature_params, "limit": cfg.limit}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
-    dev_split = cfg.dev_split or ("dev" if "dev" in present else None)
+    dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
     if dev_split is not None:
         dev = load_split(store, cfg.dataset, dev_split, tokenizer, **kw)
         note = f"split {dev_split}"

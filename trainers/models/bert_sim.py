@@ -3,8 +3,12 @@
 In the first layer only, every head scores ``(QKᵀ ⊙ S_grid)/√d_k + mask``; the other layers
 are BERT's. ``S_grid`` (built by the loader, trainers/grid.py) holds the stored Wu-Palmer /
 synonym matrix S on the A×B block and Sᵀ on B×A; inside a sentence, on special tokens and on
-padding it is 1 (attention unchanged), our default where the paper is silent. The padding mask
-is added in every layer as in BERT. No new parameters: BERT-base-Sim has BERT-base's 110M.
+padding it is 1 (attention unchanged), our default where the paper is silent (FORMULAS.md's
+alternative, within-sentence similarities, is not offered: the store's ``wup`` entry holds the
+A×B matrix only). The padding mask is added in every layer as in BERT. No new parameters:
+BERT-base-Sim has BERT-base's 110M. The authors' code's scoring (``uerbert-code``) is a preset
+of the ``wup`` feature, not of the model: build it into the store and select it with
+``prior train bert-sim-… --feature-param preset=uerbert-code``.
 """
 
 from __future__ import annotations
