@@ -91,10 +91,15 @@ def counterfit_cmd(
 def oov_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored.")],
     store: StoreOpt = None,
+    vocab: Annotated[str | None, typer.Option(help="Key of the embeddings resource whose `emb` entry to use (default: the most recent `emb` entry).")] = None,
 ) -> None:
     """Out-of-vocabulary rate of each split of a dataset, from the stored `emb` word ids."""
     from featurestore import open_store
     from pipeline.features.emb import oov_rates
 
-    for stats in oov_rates(open_store(store, create=False), dataset):
+    opened = open_store(store, create=False)
+    entry = opened.find_entry("emb", params=None if vocab is None else {"vocab": vocab})
+    console.print(f"emb entry {entry.key[:12]} (vocabulary {entry.params['vocab']}, "
+                  f"lookup {entry.params['lookup']})", markup=False)
+    for stats in oov_rates(opened, dataset, entry=entry):
         console.print(stats.line(dataset), markup=False)

@@ -14,7 +14,7 @@ from cli.console import console, friendly_errors
 def show_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored (see `prior store info`).")],
     pair: Annotated[str, typer.Option(help="Row number in its split, or the pair key (a unique prefix of ≥ 6 characters).")],
-    feature: Annotated[str, typer.Option(help="wup, dep (DAFA's M_F; dep-no-trigram, dep-no-subgraph, dep-no-tfidf for ablations) or sdoi.")] = "dep",
+    feature: Annotated[str, typer.Option(help="wup, dep (DAFA's M_F; ablations: dep-no-trigram, dep-no-subgraph, dep-no-tfidf and their combinations such as dep-no-trigram-no-tfidf) or sdoi.")] = "dep",
     split: Annotated[str | None, typer.Option(help="Split of the row (needed for a row number when the dataset has several).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also draw the heatmap to this image file (e.g. out.png).")] = None,

@@ -2,7 +2,8 @@
 
 ``pair_view`` finds a pair of a dataset by row number or pair key (a unique prefix of at
 least 6 characters will do) and returns its words and matrices: a pair feature (``wup``;
-``dep``, DAFA's M_F through the view of that name, or its ablations ``dep-no-trigram`` …)
+``dep``, DAFA's M_F through the view of that name, or an ablation view such as
+``dep-no-trigram`` or ``dep-no-trigram-no-tfidf``, whose matrix column is also ``dep``)
 gives one n×m matrix, rows = words of A, columns = words of B; a sentence feature given as
 matrices (``sdoi``) gives A's n×n and B's m×m masks. ``format_pair`` prints them as text and
 ``plot_pair`` draws the heatmaps the papers show (matplotlib's Agg canvas: no display
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from featurestore.errors import NotFoundError, PriorError
+from featurestore.views import VIEWS
 
 if TYPE_CHECKING:
     from featurestore.store import Store
@@ -96,14 +98,16 @@ def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str
     df = df.filter(df["row"] == row["row"])
     rec = df.row(0, named=True)
     words_a, words_b = list(rec["words_a"] or []), list(rec["words_b"] or [])
+    registered = VIEWS.get(feature)
+    column = registered.column if registered is not None and registered.column else feature
     view = PairView(dataset=dataset, split=split, row=int(rec["row"]), pair_key=rec["pair_key"],
                     feature=feature, text_a=rec["text_a"], text_b=rec["text_b"], label=rec["label"])
-    if feature in rec:
-        if rec[feature] is None:
+    if column in rec:
+        if rec[column] is None:
             raise NotFoundError(f"pair {rec['pair_key']} has no {feature!r} value: run "
-                                f"`prior build --dataset {dataset} --features {feature}`")
+                                f"`prior build --dataset {dataset} --features {column}`")
         view.panels.append(Panel(f"{feature}: A × B", words_a, words_b,
-                                 _matrix(rec[feature], len(words_a), len(words_b))))
+                                 _matrix(rec[column], len(words_a), len(words_b))))
     elif f"{feature}_a" in rec and f"{feature}_b" in rec:
         for side, words in (("a", words_a), ("b", words_b)):
             value = rec[f"{feature}_{side}"]

@@ -8,6 +8,7 @@ ablations become different views (or view options) of one build, never a rebuild
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,9 @@ class View:
     # params for ``find_entry``. Used where a later entry depends on the dataset (DAFA's tf-idf
     # weights use the dataset's own IDF table) or must agree with the first entry's params.
     select: Callable[[str, Any, str], dict[str, Any]] | None = None
+    # The column ``derive`` adds that holds the view's matrix (the ablation views of `dep`
+    # all write theirs to ``dep``); None: the column is named after the view.
+    column: str | None = None
 
 
 VIEWS: dict[str, View] = {}
@@ -41,19 +45,28 @@ def dafa_matrix(trigram: np.ndarray, subgraph: np.ndarray, tf_a: np.ndarray, tf_
                 use_trigram: bool = True, use_subgraph: bool = True, use_tfidf: bool = True) -> np.ndarray:
     """DAFA's final matrix (dafa.txt eq. 5): M_F = |M + S| · tf_A tf_Bᵀ, n×m float32.
 
-    The switches give the paper's ablations from the same stored components: without the
-    trigram matrix M (|S| · tf tfᵀ), without the subgraph matrix S (|M| · tf tfᵀ), without the
-    tf-idf weights (|M + S|). With both M and S switched off the matrix is all zeros.
+    The switches give the paper's ablations (Table 8, Figure 4) from the same stored
+    components: without the trigram matrix M, |S| · tf tfᵀ; without the subgraph matrix S,
+    |M| · tf tfᵀ; without the tf-idf weights, |M + S|; any two of them off leaves the third
+    alone (|M|, |S|, or tf_A tf_Bᵀ). Our choice where the paper gives no formula: with both M
+    and S off the dependency factor is 1, so the matrix is tf_A tf_Bᵀ (Figure 4's
+    "Dep_tf-idf" sub-module) rather than all zeros. All three off raises `PriorError`.
     Trainers call this directly on the arrays of ``FeatureData.get`` (trainers import only
     featurestore).
     """
+    if not (use_trigram or use_subgraph or use_tfidf):
+        raise PriorError("DAFA's matrix with trigram, subgraph and tf-idf all switched off has "
+                         "nothing left: keep at least one")
     n, m = np.shape(trigram)
-    base = np.zeros((n, m), dtype=np.float32)
-    if use_trigram:
-        base = base + np.asarray(trigram, dtype=np.float32)
-    if use_subgraph:
-        base = base + np.asarray(subgraph, dtype=np.float32)
-    out = np.abs(base)
+    if use_trigram or use_subgraph:
+        base = np.zeros((n, m), dtype=np.float32)
+        if use_trigram:
+            base = base + np.asarray(trigram, dtype=np.float32)
+        if use_subgraph:
+            base = base + np.asarray(subgraph, dtype=np.float32)
+        out = np.abs(base)
+    else:
+        out = np.ones((n, m), dtype=np.float32)
     if use_tfidf:
         out = out * np.outer(np.asarray(tf_a, dtype=np.float32), np.asarray(tf_b, dtype=np.float32))
     return out.astype(np.float32, copy=False)
@@ -95,10 +108,27 @@ def select_dep(name: str, first: Any, dataset: str) -> dict[str, Any]:
     return {"dataset": dataset, "compare": first.params.get("compare", "lower")}
 
 
-register_view("dep", View(entries=("dep", "tfidf"), derive=_derive_dep, select=select_dep))
-register_view("dep-no-trigram", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                     options={"trigram": False}, select=select_dep))
-register_view("dep-no-subgraph", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                      options={"subgraph": False}, select=select_dep))
-register_view("dep-no-tfidf", View(entries=("dep", "tfidf"), derive=_derive_dep,
-                                   options={"tfidf": False}, select=select_dep))
+def dep_view_name(*, trigram: bool = True, subgraph: bool = True, tfidf: bool = True) -> str:
+    """The view of an ablation: ``dep`` plus ``-no-<component>`` for each component left out,
+    in the order trigram, subgraph, tfidf (``dep-no-trigram-no-tfidf`` = |S|)."""
+    kept = {"trigram": trigram, "subgraph": subgraph, "tfidf": tfidf}
+    return "dep" + "".join(f"-no-{name}" for name, keep in kept.items() if not keep)
+
+
+def _register_dep_views() -> list[str]:
+    """Register ``dep`` (M_F) and each ablation view (any of the three components left out,
+    not all three); return their names, ``dep`` first."""
+    names = []
+    for keep in itertools.product((True, False), repeat=3):
+        if not any(keep):
+            continue
+        switches = dict(zip(("trigram", "subgraph", "tfidf"), keep))
+        name = dep_view_name(**switches)
+        register_view(name, View(entries=("dep", "tfidf"), derive=_derive_dep,
+                                 options={k: v for k, v in switches.items() if not v},
+                                 select=select_dep, column="dep"))
+        names.append(name)
+    return names
+
+
+DEP_VIEWS: list[str] = _register_dep_views()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +117,16 @@ def test_embeddings_counterfit_center_option_and_mean_cosine() -> None:
     centred = counterfit(shifted, SYN, ANT, CounterfitSettings(iterations=1, center=True))
     assert plain.mean_cosine > 0.9 and abs(centred.mean_cosine) < 0.1
     assert plain.vsp_pairs > 100 and centred.vsp_pairs == 0
+
+
+def test_embeddings_counterfit_file_with_spaced_words(tmp_path: Path) -> None:
+    from pipeline.embeddings.io import read_embeddings
+    from pipeline.embeddings.make import counterfit_embeddings
+
+    glove = tmp_path / "glove.txt"
+    glove.write_text("good 1 0.1 0\nat & t 0 1 0\nfine 0.1 1 0.1\nbad 1 0.2 0\n", encoding="utf-8")
+    made = counterfit_embeddings(str(glove), tmp_path / "cf.txt", wordnet=FakeWordNet())
+    out = read_embeddings(made.path)
+    assert out.words == ["good", "fine", "bad"]
+    assert made.record["dropped_words_with_whitespace"] == 1
+    assert cos(out, "good", "fine") > cos(read_embeddings(glove), "good", "fine")

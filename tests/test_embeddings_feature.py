@@ -121,3 +121,132 @@ def test_embeddings_feature_train_and_counterfit_from_store(built: tuple[Path, P
     y = out.index["young"]
     assert unit[i] @ unit[j] > 0.9 and unit[y] @ unit[k] < 0.1
     assert cf.record["synonym_pairs"] == 1 and cf.record["antonym_pairs"] == 1
+
+
+def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Path, Path],
+                                                                tmp_path: Path) -> None:
+    from featurestore.errors import DataError
+    from featurestore.maintenance import verify_store
+    from pipeline.build import BuildOptions, build
+
+    store_path, emb_file = built
+    lines = emb_file.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join([*lines[:4], lines[4] + " 0.5", *lines[5:]]) + "\n", encoding="utf-8")
+    before = sorted(s.id for s in open_store(store_path, create=False).segments(refresh=True))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
+        with pytest.raises(DataError, match=r"bad.txt, row 5, field 'vector': expected a word and 4"):
+            build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",),
+                               store=str(store_path), limit=10, workers=0, embeddings=bad,
+                               progress=False))
+    store = open_store(store_path, create=False)
+    assert sorted(s.id for s in store.segments(refresh=True)) == before
+    assert verify_store(store).ok
+
+
+def test_embeddings_feature_reports_oov_per_split(built: tuple[Path, Path]) -> None:
+    store_path, emb_file = built
+
+    class Ctx:  # what a build hands to prepare(): here the already built store
+        store = open_store(store_path, create=False)
+        dataset = "sick"
+        splits = ["train", "trial"]
+
+        def split_keys(self, split: str) -> list[str]:
+            rows = self.store.pair_rows("sick", split)
+            return list(dict.fromkeys(k for ab in zip(rows["key_a"], rows["key_b"]) for k in ab))
+
+        def parses(self, keys: list[str]) -> list[Parse]:
+            df = self.store.parses(keys)
+            by_key = {r["sent_key"]: Parse.from_record(r) for r in df.iter_rows(named=True)}
+            return [by_key[k] for k in keys]
+
+    feature = EmbFeature(embeddings=emb_file)
+    feature.prepare(Ctx())
+    stored = {s.split: s for s in oov_rates(Ctx.store, "sick")}
+    assert [s.split for s in feature.oov] == ["train", "trial"]
+    for s in feature.oov:
+        assert (s.tokens, s.oov_tokens, s.types, s.oov_types) == (
+            stored[s.split].tokens, stored[s.split].oov_tokens, stored[s.split].types,
+            stored[s.split].oov_types)
+    lines = feature.report_lines("sick")
+    assert len(lines) == 2 and lines[0].startswith("emb: sick/train: OOV ")
+
+
+def test_embeddings_feature_oov_cli(built: tuple[Path, Path]) -> None:
+    from typer.testing import CliRunner
+
+    from cli.embed import app
+
+    store_path, _ = built
+    entry = open_store(store_path, create=False).find_entry("emb")
+    runner = CliRunner()
+    result = runner.invoke(app, ["oov", "--dataset", "sick", "--store", str(store_path),
+                                 "--vocab", entry.params["vocab"]])
+    assert result.exit_code == 0, result.output
+    assert "sick/train: OOV " in result.output and "sick/trial: OOV " in result.output
+    result = runner.invoke(app, ["oov", "--dataset", "snli", "--store", str(store_path)])
+    assert result.exit_code == 1 and "no dataset 'snli'" in result.output
+
+
+def test_embeddings_feature_restricted_index_gives_the_same_ids() -> None:
+    from pipeline.features.emb import LOOKUPS, restrict_index
+
+    index = {"The": 0, "the": 1, "Paris": 2, "paris": 3, "cat": 4, "unused": 5, "CAT": 6}
+    sentence = ["The", "PARIS", "Paris", "cat", "Cat", "dog"]
+    small = restrict_index(index, sentence)
+    assert "unused" not in small and "CAT" not in small
+    for lookup in LOOKUPS:
+        np.testing.assert_array_equal(word_ids(sentence, small, lookup), word_ids(sentence, index, lookup))
+
+
+def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -> None:
+    from featurestore.errors import NotFoundError
+    from pipeline.build import BuildOptions
+    from pipeline.features.registry import features_for
+
+    with pytest.raises(ResourceError, match="--embeddings PATH"):
+        features_for(("dep", "emb"), BuildOptions(dataset="sick"))
+    with pytest.raises(NotFoundError, match="nope.vec does not exist"):
+        features_for(("emb",), BuildOptions(dataset="sick", embeddings=tmp_path / "nope.vec"))
+    (emb,) = features_for(("emb",), BuildOptions(dataset="sick",
+                                                 feature_options={"emb": {"resource": "abc"}}))
+    assert emb.params() == {"vocab": "abc", "lookup": "exact-then-lower"}
+
+
+def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    from pipeline.build import BuildOptions, build
+    from pipeline.embeddings.io import write_word2vec_binary
+
+    import shutil
+
+    store_path = Path(shutil.copytree(built[0], tmp_path / "store"))  # leave the shared store as it is
+    emb_file = built[1]
+    original = read_embeddings(emb_file)
+    text = emb_file.read_text(encoding="utf-8").splitlines()
+    files = {
+        "word2vec-binary": write_word2vec_binary(tmp_path / "v.bin", original.words, original.vectors),
+        "glove": tmp_path / "glove.txt",
+        "word2vec": tmp_path / "wiki.vec",
+    }
+    files["glove"].write_text("\n".join(text[1:]) + "\n", encoding="utf-8")     # no header
+    files["word2vec"].write_text("\n".join([text[0], *(t + " " for t in text[1:])]) + "\n",
+                                 encoding="utf-8")                               # fastText style
+    reference = open_store(store_path, create=False).find_entry("emb")
+    ref_data = open_store(store_path, create=False).load_feature(reference)
+    for fmt, path in files.items():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
+            report = build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",),
+                                        store=str(store_path), limit=10, workers=0, embeddings=path,
+                                        progress=False))
+        store = open_store(store_path, create=False)
+        entry = next(e for e in store.entries("emb") if e.key == report.entries["emb@1"])
+        res = store.read_resource(entry.params["vocab"])
+        assert res.meta["format"] == fmt and res.table.column("word").to_pylist() == original.words
+        np.testing.assert_allclose(res.arrays["vectors"], original.vectors, rtol=1e-6)
+        data = store.load_feature(entry)
+        for key in ref_data.keys:
+            np.testing.assert_array_equal(data.get(key)["word_ids"], ref_data.get(key)["word_ids"])

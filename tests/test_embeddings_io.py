@@ -67,19 +67,71 @@ def test_embeddings_io_duplicates_and_limit(tmp_path: Path) -> None:
     assert read_embeddings(path, limit=2).words == ["a", "b"]
 
 
-def test_embeddings_io_errors_name_file_and_line(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.txt"
-    bad.write_text("2 3\na 1 2 3\nb 1 x 3\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad.txt, row 3: not a number"):
+BAD_FILES = [  # (file name, content, what the error must say: file, row/line, field)
+    ("nonnum.txt", "2 3\na 1 2 3\nb 1 x 3\n", r"nonnum.txt, row 3, field 'value 2 of 3': not a number: 'x'"),
+    ("short.txt", "2 3\na 1 2 3\nb 1 2\n", r"short.txt, row 3, field 'vector': expected a word and 3 numbers"),
+    ("long.txt", "2 3\na 1 2 3 4\nb 1 2 3\n", r"long.txt, row 2, field 'vector': expected a word and 3 numbers, found 5 fields"),
+    ("glove-short.txt", "a 1 2 3\nb 1 2\n", r"glove-short.txt, row 2, field 'vector': expected a word and 3 numbers"),
+    ("glove-long.txt", "a 1 2 3\nb 1 2 3 4\n", r"glove-long.txt, row 2, field 'vector': expected 3 numbers \(the dimension of line 1\), found 4"),
+    ("glove-first.txt", "a 1 x 3\nb 1 2 3\n", r"glove-first.txt, row 1, field 'value 2 of 3': not a number: 'x'"),
+    ("nan.txt", "a 1 2 3\nb 1 nan 3\n", r"nan.txt, row 2, field 'value 2 of 3': 'nan' is not a finite number"),
+    ("empty.txt", "", r"empty.txt: the file is empty"),
+    ("empty.vec", "\n\n", r"empty.vec: no vectors in file"),
+    ("cut.vec", "3 2\na 1 2\nb 1 2\n", r"cut.vec, row 1, field 'count': the header announces 3 vectors, the file holds 2"),
+    ("extra.vec", "1 2\na 1 2\nb 1 2\n", r"extra.vec, row 3: more entries than the 1 the header"),
+    ("dim0.txt", "2 0\na\nb\n", r"dim0.txt, row 1, field 'dim': the header gives dimension 0"),
+    ("noword.txt", " 1 2 3\n", r"noword.txt, row 1, field 'word': the line has no word"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_embeddings_io_errors_name_file_line_and_field(tmp_path: Path, name: str, content: str,
+                                                       message: str) -> None:
+    bad = tmp_path / name
+    bad.write_text(content, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
         read_embeddings(bad)
-    short = tmp_path / "short.txt"
-    short.write_text("a 1 2 3\nb 1 2\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"row 2: expected a word and 3 numbers"):
-        read_embeddings(short)
+
+
+def test_embeddings_io_binary_errors(tmp_path: Path) -> None:
+    path = write_word2vec_binary(tmp_path / "v.bin", WORDS, VECS)
+    data = path.read_bytes()
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(data[:30])
+    with pytest.raises(DataError, match=r"cut.bin, field 'vector': file ends inside the vector of entry 2 of 4"):
+        read_embeddings(cut)
+    nan = tmp_path / "nan.bin"
+    write_word2vec_binary(nan, ["a", "b"], np.array([[1, 2, 3], [1, np.inf, 3]], dtype=np.float32))
+    with pytest.raises(DataError, match=r"nan.bin, field 'value 2 of 3': entry 2 \('b'\) holds inf"):
+        read_embeddings(nan)
+    more = tmp_path / "more.bin"
+    more.write_bytes(b"3" + data[1:])  # header says 3 of the 4 entries
+    with pytest.raises(DataError, match=r"more.bin, row 1, field 'count': data follows the 3 entries"):
+        read_embeddings(more)
+    # A header file whose second line has the wrong dimension is still text, not "binary".
+    text = tmp_path / "wrongdim.txt"
+    text.write_text("2 3\na 1 2\nb 1 2 3\n", encoding="utf-8")
+    assert detect_format(text) == "word2vec"
+    with pytest.raises(DataError, match=r"wrongdim.txt, row 2, field 'vector'"):
+        read_embeddings(text)
+
+
+def test_embeddings_io_limit_skips_the_count_check(tmp_path: Path) -> None:
+    path = tmp_path / "big.vec"
+    path.write_text("5 2\na 1 2\nb 3 4\nc 5 6\n", encoding="utf-8")  # header promises 5
+    assert read_embeddings(path, limit=2).words == ["a", "b"]
+    with pytest.raises(DataError, match="holds 3"):
+        read_embeddings(path, limit=4)
+
+
+def test_embeddings_io_other_errors(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError):
         read_embeddings(tmp_path / "missing.txt")
     with pytest.raises(DataError, match="whitespace"):
         write_word2vec_text(tmp_path / "o.txt", ["a b"], np.zeros((1, 2)))
+    (tmp_path / "ok.txt").write_text("a 1\n", encoding="utf-8")
+    with pytest.raises(DataError, match="unknown embedding format 'w2v'"):
+        read_embeddings(tmp_path / "ok.txt", "w2v")
 
 
 def test_embeddings_io_nearest(tmp_path: Path) -> None:

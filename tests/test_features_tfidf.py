@@ -99,6 +99,8 @@ def test_tfidf_prepare_counts_the_train_split_only() -> None:
     (out,) = feature.compute([mk(["A", "a", "B"])])
     np.testing.assert_allclose(out["tfidf"], tfidf_weights(["a", "a", "b"],
                                                            IdfTable.from_documents(TRAIN)))
+    assert feature.report_lines("toy") == [
+        "tfidf: IDF of toy counted on train (3 sentences, 4 terms), resource res1"]
 
 
 def test_tfidf_prepare_without_train_split_uses_all_splits(caplog: pytest.LogCaptureFixture

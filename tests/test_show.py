@@ -13,7 +13,7 @@ from cli.show import show_cmd
 from featurestore import open_store
 from featurestore.errors import PriorError
 from featurestore.pairview import format_pair, pair_view
-from featurestore.views import dafa_matrix
+from featurestore.views import DEP_VIEWS, dafa_matrix, dep_view_name
 from pipeline.features.dep import subgraph_matrix, trigram_matrix
 from pipeline.features.forms import word_forms
 from pipeline.features.tfidf import IdfTable, tfidf_weights
@@ -68,8 +68,15 @@ def test_show_dafa_matrix_switches() -> None:
     ta, tb = np.array([0.5]), np.array([1.0, 0.25])
     np.testing.assert_allclose(dafa_matrix(m, s, ta, tb), [[1.75, 0.125]])  # |M + S| · tf tfᵀ
     np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_tfidf=False), [[3.5, 1.0]])
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_trigram=False), [[0.75, 0.125]])
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_subgraph=False), [[1.0, 0.0]])
+    # M and S both off: the tf-idf weights alone (Figure 4's "Dep_tf-idf"), not zeros
     np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_trigram=False, use_subgraph=False),
-                               [[0.0, 0.0]])
+                               [[0.5, 0.125]])
+    np.testing.assert_allclose(dafa_matrix(m, s, ta, tb, use_trigram=False, use_tfidf=False),
+                               [[1.5, 1.0]])
+    with pytest.raises(PriorError, match="nothing left"):
+        dafa_matrix(m, s, ta, tb, use_trigram=False, use_subgraph=False, use_tfidf=False)
 
 
 def app() -> typer.Typer:
@@ -115,3 +122,30 @@ def test_show_errors_are_explained(store_path: Path) -> None:
     result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", "2",
                                         "--store", str(store_path)])
     assert result.exit_code == 1 and "ambiguous" in result.output
+
+
+def test_show_ablation_views_show_their_own_matrix(store_path: Path, tmp_path: Path) -> None:
+    store = open_store(store_path, create=False)
+    rec = store.frame("dep", dataset="sick", split="trial").row(0, named=True)
+    n, m = len(rec["words_a"]), len(rec["words_b"])
+    trigram = np.array(rec["dep_trigram"]).reshape(n, m)
+    subgraph = np.array(rec["dep_subgraph"]).reshape(n, m)
+    tf = np.outer(rec["tfidf_a"], rec["tfidf_b"])
+    expected = {"dep": np.abs(trigram + subgraph) * tf, "dep-no-trigram": np.abs(subgraph) * tf,
+                "dep-no-subgraph": np.abs(trigram) * tf, "dep-no-tfidf": np.abs(trigram + subgraph),
+                "dep-no-trigram-no-subgraph": tf, "dep-no-trigram-no-tfidf": np.abs(subgraph),
+                "dep-no-subgraph-no-tfidf": np.abs(trigram)}
+    assert sorted(expected) == sorted(DEP_VIEWS)
+    assert dep_view_name(trigram=False, tfidf=False) == "dep-no-trigram-no-tfidf"
+    row = str(rec["row"])
+    for name, matrix in expected.items():
+        view = pair_view(store, "sick", row, name, split="trial")
+        (panel,) = view.panels
+        assert panel.title == f"{name}: A × B" and panel.rows == rec["words_a"]
+        np.testing.assert_allclose(panel.matrix, matrix, rtol=1e-5)
+    out = tmp_path / "no-tfidf.png"
+    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", row, "--split", "trial",
+                                        "--feature", "dep-no-tfidf", "--store", str(store_path),
+                                        "--plot", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "dep-no-tfidf: A × B" in result.output and out.stat().st_size > 0

@@ -47,6 +47,16 @@ def _write(emb: Embeddings, out: str | os.PathLike[str], record: dict[str, Any],
     return MadeEmbeddings(path=path, record=record, resource=resource)
 
 
+def without_spaced_words(emb: Embeddings) -> tuple[Embeddings, int]:
+    """``emb`` without the words the word2vec text format cannot hold (GloVe 840B has a few
+    entries such as ``at name@domain.com``), and how many were left out."""
+    keep = [i for i, w in enumerate(emb.words) if w and not any(ch.isspace() for ch in w)]
+    if len(keep) == len(emb):
+        return emb, 0
+    return (Embeddings(words=[emb.words[i] for i in keep], vectors=emb.vectors[keep], fmt=emb.fmt),
+            len(emb) - len(keep))
+
+
 class _StoredParse:
     """The three fields dependency contexts need, from a store row."""
 
@@ -102,7 +112,12 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
                           wordnet: Any | None = None,
                           progress: Callable[[int, float], None] | None = None) -> MadeEmbeddings:
     """Counter-fit an embedding table (a file, or a store resource key) to WordNet's
-    synonyms and antonyms."""
+    synonyms and antonyms.
+
+    Words containing whitespace (possible in GloVe files) are left out of the result, which
+    must be a word2vec text file; their number is recorded (``dropped_words_with_whitespace``).
+    WordNet's constraints are single words, so none of them could move anyway.
+    """
     t0 = time.perf_counter()
     if Path(source).expanduser().is_file():
         emb = read_embeddings(source, fmt, limit=limit)
@@ -120,6 +135,7 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
         wn_id = wordnet_version(wordnet)
     else:
         wn_id = str(getattr(wordnet, "get_version", lambda: "given")())
+    emb, spaced = without_spaced_words(emb)
     synonyms, antonyms = wordnet_constraints(wordnet, vocabulary=emb.words)
     if not synonyms and not antonyms:
         raise PriorError(f"no WordNet synonym or antonym pair has both words in {origin}'s "
@@ -129,6 +145,7 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
               "settings": settings.as_dict(), "constraints": f"WordNet ({wn_id})",
               "synonym_pairs": result.synonyms, "antonym_pairs": result.antonyms,
               "vsp_pairs": result.vsp_pairs, "mean_cosine": round(result.mean_cosine, 4),
+              "dropped_words_with_whitespace": spaced,
               "cost_before": round(result.costs[0], 5),
               "cost_after": round(result.costs[-1], 5),
               "seconds": round(time.perf_counter() - t0, 1)}

@@ -14,21 +14,28 @@ only as written; ``"lower"`` only lowercased.
 
 ``prepare(ctx)`` reads the embedding file given to the build (``--embeddings PATH``; or uses
 an embeddings resource already in the store, ``resource=KEY``), stores the vocabulary, and
-counts the out-of-vocabulary rate of every split of the dataset (``oov`` attribute; logged).
-``oov_rates(store, dataset)`` computes the same from what is stored.
+counts the out-of-vocabulary rate of every split of the build (``oov`` attribute; logged at
+INFO; ``report_lines(dataset)`` gives the lines a build report prints). The file is read
+completely, and checked, before anything is written: a malformed file raises `DataError`
+and leaves the store as it was. ``oov_rates(store, dataset)`` computes the same rates from
+what is stored (``prior embed oov``).
+
+OOV counts word tokens (each occurrence in each unique sentence of the split: SNLI's
+repeated premises count once) and distinct words; a word is OOV when ``lookup`` finds no
+vector for it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from featurestore.errors import PriorError, ResourceError
+from featurestore.errors import NotFoundError, PriorError, ResourceError
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
@@ -77,6 +84,22 @@ def word_ids(words: Sequence[str], index: dict[str, int], lookup: str = "exact-t
     return out
 
 
+def restrict_index(index: dict[str, int], words: Iterable[str]) -> dict[str, int]:
+    """The part of ``index`` that ``word_ids`` can reach for ``words`` under any lookup rule
+    (each word as written and lowercased), with the same ids.
+
+    A build ships its feature object to every worker with each partition; a vocabulary of
+    millions of words is cut to the few thousand the build's sentences use.
+    """
+    out: dict[str, int] = {}
+    for w in words:
+        for form in (w, w.lower()):
+            j = index.get(form)
+            if j is not None:
+                out[form] = j
+    return out
+
+
 def oov_stats(split: str, sentences: Sequence[Sequence[str]], ids: Sequence[np.ndarray]) -> OovStats:
     tokens = sum(len(s) for s in sentences)
     oov_tokens = int(sum(int((i < 0).sum()) for i in ids))
@@ -121,7 +144,12 @@ class EmbFeature:
         return self
 
     def prepare(self, ctx: Any) -> None:
-        """Store the vocabulary (from the file or the given resource) and count OOV rates."""
+        """Store the vocabulary (from the file or the given resource) and count OOV rates.
+
+        Afterwards the feature keeps only the part of the vocabulary index that the build's
+        sentences can reach (`restrict_index`): ids are unchanged, the object shipped to
+        the workers stays small.
+        """
         from pipeline.embeddings.io import read_embeddings
         from pipeline.embeddings.table import load_embeddings, store_embeddings
 
@@ -140,12 +168,19 @@ class EmbFeature:
                                 "(word2vec .txt/.bin, GloVe .txt, fastText .vec)")
         assert self._index is not None
         self.oov = []
+        seen: set[str] = set()
         for split in ctx.splits:
             parses = ctx.parses(ctx.split_keys(split))
             sents = [p.words for p in parses]
+            seen.update(w for s in sents for w in s)
             self.oov.append(oov_stats(split, sents, [word_ids(s, self._index, self.lookup)
                                                      for s in sents]))
             log.info("%s", self.oov[-1].line(ctx.dataset))
+        self._index = restrict_index(self._index, seen)
+
+    def report_lines(self, dataset: str) -> list[str]:
+        """One line per split of the last ``prepare``: its OOV rate, for the build report."""
+        return [f"emb: {stats.line(dataset)}" for stats in self.oov]
 
     def setup(self) -> None:
         if self._index is None:
@@ -164,6 +199,9 @@ def oov_rates(store: Any, dataset: str, *, entry: Any | None = None,
     entry = entry or store.find_entry("emb")
     data = store.load_feature(entry)
     present = [s for d, s in store.datasets() if d == dataset]
+    if not present:
+        known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
+        raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
     out = []
     for split in splits or present:
         rows = store.pair_rows(dataset, split)

@@ -33,9 +33,18 @@ def _dep(options: BuildOptions) -> list[Feature]:
 
 
 def _emb(options: BuildOptions) -> list[Feature]:
+    """Checks that an embedding file (or resource) is given and exists before any work starts;
+    the file's content is checked when the build reads it, before anything is written."""
+    from featurestore.errors import NotFoundError, ResourceError
     from pipeline.features.emb import EmbFeature
 
-    return [EmbFeature(embeddings=options.embeddings, **options.feature_options.get("emb", {}))]
+    emb_options = options.feature_options.get("emb", {})
+    if options.embeddings is None and emb_options.get("resource") is None:
+        raise ResourceError("the `emb` feature needs an embedding file: `prior build --features emb "
+                            "--embeddings PATH` (word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+    if options.embeddings is not None and not options.embeddings.expanduser().is_file():
+        raise NotFoundError(f"embedding file {options.embeddings} does not exist")
+    return [EmbFeature(embeddings=options.embeddings, **emb_options)]
 
 
 FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {

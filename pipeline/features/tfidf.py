@@ -151,6 +151,13 @@ class TfidfFeature:
         )
         self.with_idf(idf, key=key, splits=splits, dataset=ctx.dataset)
 
+    def report_lines(self, dataset: str) -> list[str]:
+        """The IDF table the last ``prepare`` counted, for the build report."""
+        if self._idf is None:
+            return []
+        return [f"tfidf: IDF of {dataset} counted on {'+'.join(self.idf_splits)} "
+                f"({self._idf.n_docs} sentences, {len(self._idf.df)} terms), resource {self.idf_key}"]
+
     def setup(self) -> None:
         if self._idf is None:
             raise PriorError("TfidfFeature has no IDF table: the build driver calls prepare() "
