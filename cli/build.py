@@ -71,4 +71,6 @@ def print_report(report) -> None:  # noqa: ANN001 - BuildReport, imported lazily
     for st in report.stages:
         for failure in st.failures[:5]:
             console.print(f"  {st.name} failed: {failure}")
+    for note in report.notes:
+        console.print(note, markup=False)
     console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")

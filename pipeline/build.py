@@ -93,6 +93,7 @@ class BuildReport:
     splits: list[SplitReport] = field(default_factory=list)
     stages: list[StageReport] = field(default_factory=list)
     entries: dict[str, str] = field(default_factory=dict)  # feature spec -> entry key
+    notes: list[str] = field(default_factory=list)  # lines features add: OOV rates, IDF tables
     store_bytes: int = 0
     seconds: float = 0.0
 
@@ -366,6 +367,7 @@ def build(options: BuildOptions) -> BuildReport:
                 prepare = getattr(feature, "prepare", None)
                 if prepare is not None:
                     prepare(ctx)
+                    report.notes += getattr(feature, "report_lines", lambda _dataset: [])(report.dataset)
                 entry = make_entry(feature.name, feature.version, feature.params(), parse, feature.scope,
                                    feature.components)
                 report.entries[f"{feature.name}@{feature.version}"] = entry.key

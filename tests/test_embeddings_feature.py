@@ -243,6 +243,7 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
                                         store=str(store_path), limit=10, workers=0, embeddings=path,
                                         progress=False))
         store = open_store(store_path, create=False)
+        assert any(n.startswith("emb: sick/train: OOV ") for n in report.notes)  # the build report's line
         entry = next(e for e in store.entries("emb") if e.key == report.entries["emb@1"])
         res = store.read_resource(entry.params["vocab"])
         assert res.meta["format"] == fmt and res.table.column("word").to_pylist() == original.words
