@@ -3,7 +3,9 @@ Dask scratch never touch the user's), no default store, and progress bars off.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +32,24 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"{SHARED_DATA} not present")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def wordnet(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """nltk's WordNet reader as `load_wordnet()` gives it (private copy under a temporary
+    PRIOR_HOME); skips the test where WordNet is not installed."""
+    from featurestore.errors import ResourceError
+    from pipeline.resources.wordnet import load_wordnet
+
+    home = tmp_path_factory.mktemp("prior_home")
+    old = os.environ.get("PRIOR_HOME")
+    os.environ["PRIOR_HOME"] = str(home)
+    try:
+        yield load_wordnet()
+    except ResourceError as exc:
+        pytest.skip(f"WordNet unavailable: {exc}")
+    finally:
+        if old is None:
+            os.environ.pop("PRIOR_HOME", None)
+        else:
+            os.environ["PRIOR_HOME"] = old

@@ -48,22 +48,6 @@ def pair(a: list[tuple[str, str, str]], b: list[tuple[str, str, str]]) -> tuple[
 
 
 @pytest.fixture(scope="module")
-def wordnet(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    home = tmp_path_factory.mktemp("prior_home")
-    old = os.environ.get("PRIOR_HOME")
-    os.environ["PRIOR_HOME"] = str(home)
-    try:
-        yield wnres.load_wordnet()
-    except ResourceError as exc:
-        pytest.skip(f"WordNet unavailable: {exc}")
-    finally:
-        if old is None:
-            os.environ.pop("PRIOR_HOME", None)
-        else:
-            os.environ["PRIOR_HOME"] = old
-
-
-@pytest.fixture(scope="module")
 def feature(wordnet) -> WupFeature:  # noqa: ANN001
     f = WupFeature()
     f.setup()

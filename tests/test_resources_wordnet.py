@@ -138,22 +138,6 @@ def test_wordnet_version_without_nltk_equals_loaded_reader(wordnet, tmp_path: Pa
     assert out[2] == wnres.wordnet_version(wordnet)
 
 
-@pytest.fixture(scope="module")
-def wordnet(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    home = tmp_path_factory.mktemp("prior_home")
-    old = os.environ.get("PRIOR_HOME")
-    os.environ["PRIOR_HOME"] = str(home)
-    try:
-        yield wnres.load_wordnet()
-    except ResourceError as exc:
-        pytest.skip(f"WordNet unavailable: {exc}")
-    finally:
-        if old is None:
-            os.environ.pop("PRIOR_HOME", None)
-        else:
-            os.environ["PRIOR_HOME"] = old
-
-
 @needs_debian
 def test_wordnet_incomplete_private_copy_is_replaced(tmp_path: Path) -> None:
     target = tmp_path / "nltk_data" / "corpora" / "wordnet"
