@@ -31,6 +31,7 @@ def build_cmd(
     scheduler: Annotated[str | None, typer.Option(help="Use an existing Dask scheduler, e.g. tcp://host:8786.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Feature option FEATURE.NAME=VALUE, repeatable, e.g. -o dep.nu=0.25 -o wup.preset=uerbert-code (see docs/).")] = None,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
     text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
     text_b: Annotated[str, typer.Option(help="For a file: column of the second sentence.")] = "sentence2",
@@ -39,6 +40,7 @@ def build_cmd(
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
     from pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from pipeline.features.options import parse_feature_options
 
     feats = _csv(features)
     if not feats:
@@ -46,6 +48,7 @@ def build_cmd(
     options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
+                           feature_options=parse_feature_options(option or []),
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind})
     report = build(options)

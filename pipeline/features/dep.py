@@ -171,7 +171,7 @@ class DepFeature:
 def dep_feature_set(options: dict[str, Any]) -> list[Any]:
     """The `dep` feature set: tf-idf weights first (its IDF table is prepared first), then M and S.
 
-    ``options`` (``--feature-option``-style, all optional): theta, alpha, nu, compare (shared by
+    ``options`` (``prior build -o dep.NAME=VALUE``, all optional): theta, alpha, nu, compare (shared by
     both features, so words compare the same way in the matrices and in tf-idf) and idf_split.
     """
     from pipeline.features.tfidf import TfidfFeature

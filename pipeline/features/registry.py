@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from featurestore.errors import PriorError
+from pipeline.features.options import accepted_names, check_options
 
 if TYPE_CHECKING:
     from pipeline.build import BuildOptions
@@ -17,13 +18,17 @@ if TYPE_CHECKING:
 def _sdoi(options: BuildOptions) -> list[Feature]:
     from pipeline.features.sdoi import SdoiFeature
 
-    return [SdoiFeature(**options.feature_options.get("sdoi", {}))]
+    sdoi_options = options.feature_options.get("sdoi", {})
+    check_options("sdoi", sdoi_options, accepted_names(SdoiFeature))
+    return [SdoiFeature(**sdoi_options)]
 
 
 def _wup(options: BuildOptions) -> list[Feature]:
     from pipeline.features.wup import WupFeature
 
-    return [WupFeature(**options.feature_options.get("wup", {}))]
+    wup_options = options.feature_options.get("wup", {})
+    check_options("wup", wup_options, accepted_names(WupFeature))
+    return [WupFeature(**wup_options)]
 
 
 def _dep(options: BuildOptions) -> list[Feature]:
@@ -39,6 +44,7 @@ def _emb(options: BuildOptions) -> list[Feature]:
     from pipeline.features.emb import EmbFeature
 
     emb_options = options.feature_options.get("emb", {})
+    check_options("emb", emb_options, [n for n in accepted_names(EmbFeature) if n != "embeddings"])
     if options.embeddings is None and emb_options.get("resource") is None:
         raise ResourceError("the `emb` feature needs an embedding file: `prior build --features emb "
                             "--embeddings PATH` (word2vec .txt/.bin, GloVe .txt, fastText .vec)")
@@ -58,6 +64,9 @@ FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
 def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[Feature]:
     """The features to build for CLI names, in order, each entry once."""
     out: list[Any] = []
+    if stray := sorted(set(options.feature_options) - set(names)):
+        raise PriorError(f"options given for feature(s) not being built: {', '.join(stray)} "
+                         f"(building {', '.join(names)})")
     for name in names:
         if name not in FEATURE_SETS:
             raise PriorError(f"unknown feature {name!r}; known: {', '.join(sorted(FEATURE_SETS))}")
