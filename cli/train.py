@@ -51,6 +51,7 @@ def train(
     eval_split: Annotated[list[str] | None, typer.Option(help="Split(s) to score with the best model at the end.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true).")] = None,
     feature_param: Annotated[list[str] | None, typer.Option("--feature-param", help="Select the store entry whose parameters include key=value (e.g. preset=uerbert-code for wup).")] = None,
+    dep_view: Annotated[str, typer.Option(help="DAFA only: dep (M_F) or an ablation view, e.g. dep-no-tfidf, dep-no-subgraph, dep-no-trigram (see `prior show --help`).")] = "dep",
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -73,7 +74,7 @@ def train(
                           backbone=backbone, settings=settings, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=_options(option),
-                          feature_params=_options(feature_param) or None,
+                          feature_params=_options(feature_param) or None, dep_view=dep_view,
                           resume=resume, threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:

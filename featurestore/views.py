@@ -132,3 +132,13 @@ def _register_dep_views() -> list[str]:
 
 
 DEP_VIEWS: list[str] = _register_dep_views()
+
+
+def dep_switches(view: str) -> dict[str, bool]:
+    """`dafa_matrix` keyword switches of a dep view name: ``"dep-no-tfidf"`` →
+    ``{"use_trigram": True, "use_subgraph": True, "use_tfidf": False}``."""
+    if view not in DEP_VIEWS:
+        raise PriorError(f"unknown dep view {view!r}; choose one of {', '.join(DEP_VIEWS)}")
+    left_out = VIEWS[view].options
+    return {f"use_{part}": part not in left_out for part in ("trigram", "subgraph", "tfidf")}
+

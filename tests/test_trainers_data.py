@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
+from featurestore.errors import PriorError
 from trainers.data import MissingFeatureError, load_split
 
 
@@ -109,3 +110,22 @@ def test_data_fingerprint_records_entries_and_parser(store) -> None:  # noqa: AN
     assert dep.fingerprint["parser"] == {"parser": "hand"}
     plain = load_split(store, "toy", "train", tiny_tokenizer())
     assert plain.fingerprint["entries"] == {} and plain.fingerprint["parse"] == dep.fingerprint["parse"]
+
+
+def test_data_dep_view_gives_dafa_ablations(store) -> None:  # noqa: ANN001
+    """`dep_view` switches DAFA's components off (tiny store: S = 0, tf-idf = 1): without the
+    trigram matrix M_F = |S|·tf tfᵀ = 0, so every A↔B cell holds the neutral 1; without S it
+    equals the full matrix; the view is part of the data fingerprint."""
+    tok = tiny_tokenizer()
+    full = load_split(store, "toy", "train", tok, feature="dep")
+    no_s = load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-subgraph")
+    no_m = load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-trigram")
+    rows = np.arange(len(full))
+    g_full, g_no_s, g_no_m = (d.batch_arrays(rows)["prior_grid"] for d in (full, no_s, no_m))
+    np.testing.assert_array_equal(g_no_s, g_full)
+    assert (g_no_m == 1.0).all() and not (g_full == 1.0).all()
+    assert no_m.fingerprint["dep_view"] == "dep-no-trigram" and full.fingerprint["dep_view"] == "dep"
+    with pytest.raises(PriorError, match="unknown dep view 'dep-no-everything'"):
+        load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-everything")
+    with pytest.raises(PriorError, match="applies to DAFA's `dep` feature only"):
+        load_split(store, "toy", "train", tok, feature="wup", dep_view="dep-no-tfidf")

@@ -162,3 +162,13 @@ def test_loop_dev_split_by_name_else_held_out(tmp_path: Path, setup: tuple[Path,
                     "bert", tok, TrainSettings())
     assert len(a.dev) == 1 and len(a.train) == 3 and "held out" in a.dev_note
     assert a.dev.rows.tolist() == b.dev.rows.tolist()
+
+
+def test_loop_dep_view_is_for_dafa_only(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    """An ablation view given to a model without DAFA's feature is an error, not ignored."""
+    store, backbone = setup
+    result = CliRunner().invoke(app(), ["train", "sgnet", "--backbone", str(backbone), "--dataset",
+                                        "toy", "--store", str(store), "--output", str(tmp_path / "o"),
+                                        "--dep-view", "dep-no-tfidf", "--no-progress"])
+    assert result.exit_code == 1
+    assert "--dep-view dep-no-tfidf applies to DAFA models only" in result.output

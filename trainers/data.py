@@ -25,7 +25,7 @@ import torch
 from featurestore import Store
 from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.store import FeatureData
-from featurestore.views import dafa_matrix
+from featurestore.views import dafa_matrix, dep_switches, select_dep
 from trainers.grid import FlatMatrices, FrontPadded, mask_grid, pair_grid, token_positions, word_rows
 
 log = logging.getLogger(__name__)
@@ -222,8 +222,15 @@ def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
 
 def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: Sequence[str],
                    key_b: Sequence[str], pair_keys: Sequence[str],
-                   params: dict[str, Any] | None = None) -> tuple[FeatureSource, str | None]:
-    """The source of one store feature for a split's pairs, and the parse it was computed on."""
+                   params: dict[str, Any] | None = None, dep_view: str = "dep"
+                   ) -> tuple[FeatureSource, str | None]:
+    """The source of one store feature for a split's pairs, and the parse it was computed on.
+
+    ``dep_view`` picks DAFA's matrix or one of its ablations (``dep-no-tfidf``, …; see
+    `featurestore.views.DEP_VIEWS`), computed from the same stored components."""
+    if dep_view != "dep" and feature != "dep":
+        raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
+                         f"reads {feature!r}")
     if feature == "wup":
         entry = _find(store, "wup", dataset, split, feature, params=params)
         data = store.load_feature(entry)
@@ -231,8 +238,9 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: 
         fp = {"wup": entry.key}
         return PairGridSource("wup", _flat(data, "wup"), pos, fp), entry.parse
     if feature == "dep":
+        switches = dep_switches(dep_view)
         entry = _find(store, "dep", dataset, split, feature, params=params)
-        tf_entry = _find(store, "tfidf", dataset, split, feature, params={"dataset": dataset},
+        tf_entry = _find(store, "tfidf", dataset, split, feature, params=select_dep("tfidf", entry, dataset),
                          parse=entry.parse)
         data, tf = store.load_feature(entry), store.load_feature(tf_entry)
         pos = _positions(data, pair_keys, "pairs", dataset, split, store, feature)
@@ -240,7 +248,7 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: 
         pb = _positions(tf, key_b, "sentences", dataset, split, store, feature)
         # M_F + 1 per pair, combined once per split ("adding 1": the neutral value is 1)
         mats = [dafa_matrix(data.array("trigram", int(p)), data.array("subgraph", int(p)),
-                            tf.array("tfidf", int(a)), tf.array("tfidf", int(b))) + np.float32(1.0)
+                            tf.array("tfidf", int(a)), tf.array("tfidf", int(b)), **switches) + np.float32(1.0)
                 for p, a, b in zip(pos, pa, pb)]
         fp = {"dep": entry.key, "tfidf": tf_entry.key}
         return (PairGridSource("dep", FlatMatrices.from_list(mats, np.float32),
@@ -335,7 +343,7 @@ class PairData:
 
 def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
                feature: str | None = None, feature_params: dict[str, Any] | None = None,
-               limit: int | None = None) -> PairData:
+               limit: int | None = None, dep_view: str = "dep") -> PairData:
     """Read one split (and the feature the model needs) from the store and tokenize it once."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
@@ -361,7 +369,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     parse: str | None = None
     if feature is not None:
         source, parse = feature_source(store, feature, dataset, split, key_a, key_b, pair_keys,
-                                       feature_params)
+                                       feature_params, dep_view)
     parses = store.parses(set(key_a) | set(key_b), parse=parse)
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
@@ -375,6 +383,8 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
                    "parse": used, "parser": parsers.get(used) if used else None,
                    "entries": dict(source.fingerprint) if source else {}}
+    if feature == "dep":
+        fingerprint["dep_view"] = dep_view
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
                     labels=labels, label_kind=kind, label_names=names, encoded=encoded,
                     source=source, fingerprint=fingerprint,

@@ -79,6 +79,7 @@ class TrainConfig:
     eval_splits: tuple[str, ...] = ()  # evaluated with the best model at the end
     model_options: dict[str, Any] = field(default_factory=dict)
     feature_params: dict[str, Any] | None = None
+    dep_view: str = "dep"  # DAFA: M_F, or an ablation view such as "dep-no-tfidf"
     resume: Path | None = None
     progress: bool = True
     threads: int | None = None
@@ -158,8 +159,11 @@ class Splits:
 def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
                 settings: TrainSettings) -> Splits:
     feature = MODEL_FEATURES[model]
+    if cfg.dep_view != "dep" and feature != "dep":
+        raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} reads "
+                         f"{feature or 'no store feature'}")
     kw = {"max_length": settings.max_length, "feature": feature,
-          "feature_params": cfg.feature_params, "limit": cfg.limit}
+          "feature_params": cfg.feature_params, "limit": cfg.limit, "dep_view": cfg.dep_view}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -334,6 +338,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
         "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
         "feature": MODEL_FEATURES[model_name], "feature_params": cfg.feature_params,
+        "dep_view": cfg.dep_view,
         "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
         "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
         "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
@@ -414,7 +419,8 @@ def evaluate_checkpoint(checkpoint: Path | str, dataset: str, split: str, *, sto
     st = open_store(store or meta["fingerprints"]["train"]["store"], create=False)
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
-                      feature=meta["feature"], feature_params=meta.get("feature_params"), limit=limit)
+                      feature=meta["feature"], feature_params=meta.get("feature_params"), limit=limit,
+                      dep_view=meta.get("dep_view", "dep"))
     model.to(rt.device)
     names = tuple(meta.get("metrics_names") or task_for(dataset).metrics)
     return evaluate(model, data, batch_size or settings["batch_size"], rt, names)
