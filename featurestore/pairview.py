@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from featurestore.errors import NotFoundError, PriorError
+from featurestore.store import cli_feature
 from featurestore.views import VIEWS
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str
             value = rec[f"{feature}_{side}"]
             if value is None:
                 raise NotFoundError(f"sentence {side.upper()} of pair {rec['pair_key']} has no "
-                                    f"{feature!r} value: run `prior build --features {feature}`")
+                                    f"{feature!r} value: run `prior build --features {cli_feature(feature)}`")
             arr = np.asarray(value, dtype=np.float64)
             if arr.ndim == 1:
                 view.panels.append(Panel(f"{feature}: {side.upper()}", [feature], words,

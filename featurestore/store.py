@@ -39,6 +39,15 @@ FORMAT = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
 
+# Entries that `prior build` makes as part of another feature set (``dep`` builds ``tfidf``).
+BUILT_WITH = {"tfidf": "dep"}
+
+
+def cli_feature(entry_name: str) -> str:
+    """The `prior build --features` name that builds an entry."""
+    return BUILT_WITH.get(entry_name, entry_name)
+
+
 @dataclass(frozen=True)
 class EntryInfo:
     """A feature entry: what was computed, with which parameters, from which parse."""
@@ -322,7 +331,7 @@ class Store:
             have = ", ".join(f"{e.spec} {e.params}" for e in self.entries(name)) or "none"
             raise NotFoundError(f"{self.location} has no {name!r} entry matching params={dict(params or {})} "
                                 f"parse={parse} version={version} (present: {have}); "
-                                f"run `prior build --features {name} --store {self.location}`")
+                                f"run `prior build --features {cli_feature(name)} --store {self.location}`")
         return found[-1]
 
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:

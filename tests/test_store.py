@@ -151,6 +151,8 @@ def test_store_rejects_bad_writes_without_touching_content(toy):
         store.pairs("toy", "dev")
     with pytest.raises(NotFoundError, match="prior build --features dep"):
         store.find_entry("dep")
+    with pytest.raises(NotFoundError, match="prior build --features dep "):  # dep builds tfidf
+        store.find_entry("tfidf")
 
 
 def test_store_new_source_supersedes_old_rows(toy):
