@@ -99,3 +99,47 @@ def test_parsers_spacy_registry_cached_and_unknown() -> None:
 def test_parsers_spacy_missing_model_error() -> None:
     with pytest.raises(ResourceError, match="pip install"):
         find_spacy_model(["no_such_spacy_model_pkg"])
+
+
+def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser) -> None:
+    """A build worker for a CNN pipeline imports spaCy without torch (the build sets the
+    variable) and parses exactly as a process with torch does."""
+    import os
+
+    from pipeline.parsers import worker_environment
+    from pipeline.parsers.spacy_backend import WITHOUT_TORCH_ENV
+
+    env = worker_environment("spacy")
+    assert env == {WITHOUT_TORCH_ENV: "1"}
+    assert worker_environment("biaffine") == {}
+    code = ("import sys, json\n"
+            "from pipeline.parsers.spacy_backend import SpacyParser\n"
+            "p = SpacyParser().parse(['Two dogs run across the snowy field.'])[0]\n"
+            "import thinc.compat\n"
+            "print(json.dumps(['torch' in sys.modules, thinc.compat.has_torch, p.heads, p.rels]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, **env}, cwd=Path(__file__).resolve().parents[1])
+    torch_loaded, thinc_torch, heads, rels = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not torch_loaded and not thinc_torch
+    (here,) = parser.parse(["Two dogs run across the snowy field."])
+    assert (heads, rels) == (list(here.heads), list(here.rels))
+
+
+def test_parsers_spacy_transformer_pipelines_keep_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.parsers import spacy_backend
+
+    def fake_dir(meta: dict) -> Path:
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        (d / "meta.json").write_text(json.dumps(meta))
+        return d
+
+    cnn = fake_dir({"pipeline": ["tok2vec", "tagger", "parser"], "requirements": []})
+    trf = fake_dir({"pipeline": ["transformer", "tagger", "parser"],
+                    "requirements": ["spacy-curated-transformers>=0.2.2,<0.3.0"]})
+    dirs = {"cnn": cnn, "trf": trf}
+    monkeypatch.setattr(spacy_backend, "installed_model_dir", lambda package: dirs[package])
+    assert not spacy_backend.needs_torch("cnn")
+    assert spacy_backend.needs_torch("trf")
+    monkeypatch.setattr(spacy_backend, "installed_model_dir", lambda package: tmp_path / "missing")
+    assert spacy_backend.needs_torch("gone")  # unreadable metadata: keep torch
