@@ -275,13 +275,18 @@ class Store:
                             .column("sent_key").to_pylist())
         return keys
 
-    def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None) -> pl.DataFrame:
-        """Parse records (sent_key + list columns), of ``parse`` or the most recent parse."""
+    def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
+               columns: Sequence[str] | None = None) -> pl.DataFrame:
+        """Parse records (sent_key + list columns), of ``parse`` or the most recent parse;
+        ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key."""
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; run `prior build`")
+        if columns is not None and (unknown := set(columns) - set(PARSE_COLUMNS)):
+            raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
+        wanted = None if columns is None else ["sent_key", *columns]
         parse = parse or segs[-1].target["parse"]
-        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet"))
+        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet", wanted))
                   for s in segs if s.target["parse"] == parse]
         if not frames:
             raise NotFoundError(f"{self.location} has no parse {parse}; present: {sorted(self.parse_ids())}")

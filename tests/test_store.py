@@ -171,3 +171,13 @@ def test_store_open_by_file_url_and_info(toy, tmp_path):
     assert {e["feature"] for e in info.entries} == {"wup@1", "sdoi@1"}
     with pytest.raises(NotFoundError):
         open_store(tmp_path / "nothing", create=False)
+
+
+def test_store_parses_reads_only_the_columns_asked_for(toy):
+    store = toy[0]
+    full = store.parses()
+    words = store.parses(columns=("words",))
+    assert words.columns == ["sent_key", "words"]
+    assert words["words"].to_list() == full["words"].to_list()
+    with pytest.raises(StoreError, match="unknown parse column"):
+        store.parses(columns=("wordz",))

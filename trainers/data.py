@@ -370,7 +370,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     if feature is not None:
         source, parse = feature_source(store, feature, dataset, split, key_a, key_b, pair_keys,
                                        feature_params, dep_view)
-    parses = store.parses(set(key_a) | set(key_b), parse=parse)
+    parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
     if missing:

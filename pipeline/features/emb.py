@@ -208,7 +208,7 @@ def oov_rates(store: Any, dataset: str, *, entry: Any | None = None,
         keys = list(dict.fromkeys(k for pair in zip(rows["key_a"].to_list(), rows["key_b"].to_list())
                                   for k in pair))
         keys = [k for k in keys if k in data.index]
-        parses = store.parses(keys, parse=entry.parse)
+        parses = store.parses(keys, parse=entry.parse, columns=("words",))
         words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
         sents = [words[k] for k in keys if k in words]
         ids = [data.get(k)["word_ids"] for k in keys if k in words]
