@@ -42,7 +42,9 @@ Preset ``"uerbert-code"`` reproduces the scoring function of the authors' releas
 
 Speed: per-synset data and synset-pair values are cached by `WuPalmer`; word → sense set and
 sense-set pair → value are cached here. Caches live per worker process: the object pickles
-without them (only its settings) and loads WordNet lazily in `setup()` or on first use.
+without them (only its settings) and loads WordNet lazily in `setup()` or on first use, through
+`load_wordnet_fast` (our WNDB reader, equal to nltk's answers, 0.1 s instead of nltk's 3.6 s of
+import and load; nltk's reader where WordNet is a zip).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ import numpy as np
 from featurestore.errors import PriorError, ResourceError
 from pipeline.features.wupalmer import SynsetInfo, WuPalmer
 from pipeline.parsers.base import Parse
-from pipeline.resources.wordnet import load_wordnet, wordnet_version
+from pipeline.resources.wordnet import load_wordnet_fast, wordnet_version
 
 PRESETS = ("default", "uerbert-code")
 UPOS_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
@@ -165,13 +167,13 @@ class WupFeature:
         with _PROCESS_LOCK:
             state = _PROCESS_STATE.get(key)
             if state is None:
-                wn = load_wordnet(self.wordnet_dir)
+                wn, version = load_wordnet_fast(self.wordnet_dir)
                 fresh = WupFeature.__new__(WupFeature)
                 fresh._reset()
                 state = {name: getattr(fresh, name) for name in (
                     "_lock", "_words", "_lookups", "_sets", "_set_ids", "_cells", "_code_words",
                     "_code_info")}
-                state |= {"_wn": wn, "_engine": WuPalmer(wn), "_wordnet_version": wordnet_version(wn)}
+                state |= {"_wn": wn, "_engine": WuPalmer(wn), "_wordnet_version": version}
                 _PROCESS_STATE[key] = state
         found = state["_wordnet_version"]
         if self._version is not None and self._version != found:
