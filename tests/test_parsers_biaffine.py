@@ -31,7 +31,7 @@ REFERENCE_SENTENCES = [
     ["I", "do", "n't", "think", "she", "knew", "what", "he", "wanted", "."],
 ]
 REFERENCE = [
-    ([5, 3, 5, 5, 0, 9, 9, 9, 5, 5],
+    ([5, 3, 4, 5, 0, 9, 9, 9, 5, 5],
      ['det', 'amod', 'compound', 'compound', 'root', 'case', 'det', 'amod', 'nmod', 'punct']),
     ([2, 4, 4, 0, 6, 4, 8, 4, 4],
      ['det', 'nsubj', 'aux', 'root', 'det', 'obj', 'case', 'obl', 'punct']),
