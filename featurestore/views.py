@@ -141,4 +141,3 @@ def dep_switches(view: str) -> dict[str, bool]:
         raise PriorError(f"unknown dep view {view!r}; choose one of {', '.join(DEP_VIEWS)}")
     left_out = VIEWS[view].options
     return {f"use_{part}": part not in left_out for part in ("trigram", "subgraph", "tfidf")}
-

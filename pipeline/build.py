@@ -168,10 +168,10 @@ class _Runner:
 
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)
-            # the dashboard cannot be switched off here; an ephemeral loopback port never collides
             from pipeline.parsers import worker_environment
 
-            # the workers live for this build only: environment tuned to its parser
+            # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
+            # The workers live for this build only: their environment is tuned to its parser.
             self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
                                         dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                         silence_logs=logging.ERROR, env=worker_environment(self.options.parser))
