@@ -37,10 +37,10 @@ def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
               parser: str, store: Path, scheduler: str | None = None) -> dict:
     from pipeline.build import BuildOptions, build
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     report = build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
                                 limit=limit, workers=workers, scheduler=scheduler, progress=False))
-    wall = time.perf_counter() - t0
+    wall, driver_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     pairs = sum(s.pairs for s in report.splits)
     stages = {s.name: {"seconds": round(s.seconds, 3), "computed": s.computed,
                        "per_s": round(s.computed / s.seconds, 1) if s.seconds and s.computed else None}
@@ -48,6 +48,9 @@ def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
     processing = sum(s.seconds for s in report.stages)
     return {"dataset": dataset, "workers": workers, "cluster": "warm" if scheduler else "cold",
             "pairs": pairs, "wall_s": round(wall, 2),
+            # CPU of this process: driver, client and (local cluster) the Dask scheduler, which
+            # share the machine's cores with the workers
+            "driver_cpu_s": round(driver_cpu, 2),
             "end_to_end_pairs_per_s": round(pairs / wall, 1), "processing_s": round(processing, 2),
             "processing_pairs_per_s": round(pairs / processing, 1), "stages": stages}
 

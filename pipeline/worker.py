@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from featurestore import open_store
+from featurestore.errors import NotFoundError
 from featurestore.store import EntryInfo
 from pipeline.parsers.base import Parse
 
@@ -53,13 +54,20 @@ def _feature(feature: Any, entry_key: str) -> Any:
 
 
 def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
-                      payload: Sequence[Any]) -> dict[str, Any]:
+                      payload: tuple[str, Sequence[tuple[str, str]] | None]) -> dict[str, Any]:
+    """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
+    sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
+    pair feature (``keys`` are pair keys); the parses are read from the store here."""
     entry = EntryInfo.from_target(target)
     feature = _feature(feature, entry.key)
-    if entry.scope == "sentence":
-        items: list[Any] = [Parse.from_record(r) for r in payload]
-    else:
-        items = [(Parse.from_record(a), Parse.from_record(b)) for a, b in payload]
+    parse, pairs = payload
+    store = open_store(store_url)
+    wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
+    parses = {r["sent_key"]: Parse.from_record(r) for r in store.parses(wanted, parse=parse).iter_rows(named=True)}
+    if (missing := [k for k in wanted if k not in parses]):
+        raise NotFoundError(f"{store_url}: parse {parse} lacks {len(missing)} sentence(s) of this "
+                            f"partition, e.g. {missing[0]}")
+    items: list[Any] = [parses[k] for k in keys] if pairs is None else [(parses[a], parses[b]) for a, b in pairs]
     try:
         results: list[Any] = list(feature.compute(items))
         failures: list[tuple[str, str]] = []
@@ -72,5 +80,5 @@ def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], k
                 results.append(None)
                 failures.append((key, _short(exc)))
     ok = [(k, r) for k, r in zip(keys, results) if r is not None]
-    open_store(store_url).write_feature(entry, [k for k, _ in ok], [r for _, r in ok])
+    store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok])
     return {"done": len(ok), "failures": failures}
