@@ -35,6 +35,12 @@ def run(*args: str) -> str:
     return result.output
 
 
+def invoke_train(model: str, store: Path, backbone: Path, out: Path, *extra: str):  # noqa: ANN201
+    """`prior train MODEL` on the toy store, result unchecked (for tests of failures)."""
+    return CliRunner().invoke(app(), ["train", model, "--backbone", str(backbone), "--dataset", "toy",
+                                      "--store", str(store), "--output", str(out), *extra, "--no-progress"])
+
+
 @pytest.mark.parametrize("model", ["bert", "dafa", "sgnet"])
 def test_loop_train_then_eval(setup: tuple[Path, Path], tmp_path: Path, model: str) -> None:
     store, backbone = setup
@@ -106,9 +112,7 @@ def test_loop_feature_param_selects_the_store_entry(tmp_path: Path, setup: tuple
     """`--feature-param key=value` picks the entry with those parameters; none matching is an
     error that prints the build command."""
     store, backbone = setup
-    result = CliRunner().invoke(app(), ["train", "bert-sim", "--backbone", str(backbone), "--dataset",
-                                        "toy", "--store", str(store), "--output", str(tmp_path / "o"),
-                                        "--feature-param", "preset=uerbert-code", "--no-progress"])
+    result = invoke_train("bert-sim", store, backbone, tmp_path / "o", "--feature-param", "preset=uerbert-code")
     assert result.exit_code == 1
     assert "'preset': 'uerbert-code'" in result.output
     assert "prior build --dataset toy --features wup" in result.output
@@ -167,8 +171,6 @@ def test_loop_dev_split_by_name_else_held_out(tmp_path: Path, setup: tuple[Path,
 def test_loop_dep_view_is_for_dafa_only(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """An ablation view given to a model without DAFA's feature is an error, not ignored."""
     store, backbone = setup
-    result = CliRunner().invoke(app(), ["train", "sgnet", "--backbone", str(backbone), "--dataset",
-                                        "toy", "--store", str(store), "--output", str(tmp_path / "o"),
-                                        "--dep-view", "dep-no-tfidf", "--no-progress"])
+    result = invoke_train("sgnet", store, backbone, tmp_path / "o", "--dep-view", "dep-no-tfidf")
     assert result.exit_code == 1
     assert "--dep-view dep-no-tfidf applies to DAFA models only" in result.output

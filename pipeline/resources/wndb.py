@@ -93,7 +93,26 @@ def _file_error(path: Path, where: str, problem: str) -> ResourceError:
     return ResourceError(f"WordNet file {path}, {where}: {problem}")
 
 
-class Lemma:
+class _Named:
+    """Equality, order and hash by name, as nltk's ``_WordNetObject`` (lemmas and synsets
+    compare with each other by name too)."""
+
+    __slots__ = ()
+    _name: str
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Named):
+            return NotImplemented
+        return self._name == other._name
+
+    def __lt__(self, other: _Named) -> bool:
+        return self._name < other._name
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+
+class Lemma(_Named):
     """One word form of a synset (nltk's ``Lemma``: ``name()``, ``synset()``, ``antonyms()``)."""
 
     __slots__ = ("_synset", "_name", "_syntactic_marker")
@@ -123,19 +142,8 @@ class Lemma:
     def __repr__(self) -> str:
         return f"Lemma('{self._synset._name}.{self._name}')"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (Lemma, Synset)):
-            return NotImplemented
-        return self._name == other._name
 
-    def __lt__(self, other: Lemma | Synset) -> bool:
-        return self._name < other._name
-
-    def __hash__(self) -> int:
-        return hash(self._name)
-
-
-class Synset:
+class Synset(_Named):
     """One synset (nltk's ``Synset``, the part the Wu-Palmer feature uses), parsed from its data
     line when the reader is first asked for it; get synsets from a :class:`WndbReader`."""
 
@@ -203,17 +211,6 @@ class Synset:
 
     def __repr__(self) -> str:
         return f"Synset('{self._name}')"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (Lemma, Synset)):
-            return NotImplemented
-        return self._name == other._name
-
-    def __lt__(self, other: Lemma | Synset) -> bool:
-        return self._name < other._name
-
-    def __hash__(self) -> int:
-        return hash(self._name)
 
 
 class _Index:
