@@ -31,13 +31,14 @@ def train_cmd(
     seed: Annotated[int, typer.Option()] = 1,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
     dtype: Annotated[str, typer.Option(help="Stored weight type: float16 or float32.")] = "float16",
+    resume: Annotated[bool, typer.Option(help="Continue the run in --run-dir from its checkpoint (best dev epoch, with optimizer state) up to --epochs.")] = False,
 ) -> None:
     """Train supar's biaffine parser (LSTM + char) on CoNLL-U files and export it (no pickle)."""
     from pipeline.parsers.train import TrainSettings, train_parser
 
     settings = TrainSettings(epochs=epochs, patience=patience, n_lstm_layers=lstm_layers, n_lstm_hidden=lstm_hidden,
                              n_embed=embed, batch_size=batch_size, lr=lr, seed=seed, threads=threads)
-    out_dir = train_parser(train, dev, out, run_dir, settings, dtype=dtype)
+    out_dir = train_parser(train, dev, out, run_dir, settings, dtype=dtype, resume=resume)
     console.print(f"model written to {out_dir}")
 
 

@@ -85,3 +85,32 @@ def test_parsers_train_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (out / "model.safetensors").is_file() and (out / "run" / "train.log").is_file()
     assert json.loads((out / "config.json").read_text())["model"]["n_lstm_hidden"] == 16
+
+
+@pytest.mark.slow
+def test_parsers_train_resume_continues_a_stopped_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resume` continues a run stopped before its end from supar's checkpoint (best dev epoch,
+    optimizer state) up to the new epoch count, appends to the log and exports; without a
+    checkpoint, or from a finished run (supar then drops the state), it is a clear error."""
+    from supar import BiaffineDependencyParser
+
+    args = ([SLICE / "train.conllu"], SLICE / "dev.conllu", tmp_path / "m", tmp_path / "run")
+    with pytest.raises(ResourceError, match="cannot resume.*does not exist"):
+        train_parser(*args, TINY, resume=True)
+    # a run "killed" after 2 of 3 epochs: supar reloads its best checkpoint only at the very end
+    real_load = BiaffineDependencyParser.load
+
+    def killed(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BiaffineDependencyParser, "load", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train_parser(*args, TINY, dtype="float32")
+    monkeypatch.setattr(BiaffineDependencyParser, "load", real_load)
+    three = TrainSettings(**{**TINY.__dict__, "epochs": 3})
+    train_parser(*args, three, dtype="float32", resume=True)
+    log = (tmp_path / "run" / "train.log").read_text()
+    assert "Epoch 2 / 2" in log and "resumed from the checkpoint of epoch" in log and "Epoch 3 / 3" in log
+    assert (tmp_path / "m" / "model.safetensors").is_file()
+    with pytest.raises(ResourceError, match="holds no training state"):
+        train_parser(*args, three, dtype="float32", resume=True)  # the resumed run has finished

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from featurestore.errors import DataError
+from featurestore.errors import DataError, ResourceError
 from pipeline.parsers.conllu import read_conllu, write_conllu
 from pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
 
@@ -65,12 +65,21 @@ def prepare_conllu(sources: Sequence[str | Path], target: Path) -> int:
 
 
 def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Path,
-                settings: TrainSettings = TrainSettings()) -> Path:
-    """Train in ``run_dir`` (supar checkpoint ``model.supar``, log ``train.log``); return the checkpoint path."""
+                settings: TrainSettings = TrainSettings(), resume: bool = False) -> Path:
+    """Train in ``run_dir`` (supar checkpoint ``model.supar``, log ``train.log``); return the checkpoint path.
+
+    ``resume``: continue a run in ``run_dir`` that was stopped (killed) before its last epoch,
+    from supar's checkpoint: the best dev epoch so far with its optimizer, scheduler and random
+    state, up to ``settings.epochs`` (epochs after that best one are run again); the log is
+    appended to. supar drops the training state when a run ends normally, so a finished run
+    cannot be resumed. This is how the shipped model's training was spread over sittings.
+    """
     from supar import BiaffineDependencyParser
     from supar.utils.logging import init_logger, logger
 
     run_dir = Path(run_dir)
+    if resume and not (run_dir / "model.supar").is_file():
+        raise ResourceError(f"cannot resume: {run_dir / 'model.supar'} does not exist (start the run without --resume)")
     run_dir.mkdir(parents=True, exist_ok=True)
     train_file, dev_file = run_dir / "train.conllu", run_dir / "dev.conllu"
     prepare_conllu(list(train), train_file)
@@ -80,7 +89,7 @@ def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Pat
     # supar logs through the root logger's handlers (basicConfig); add our own file handler to
     # its "supar" logger so the log is written whatever the caller configured.
     supar_logger = logging.getLogger("supar")
-    handler = logging.FileHandler(run_dir / "train.log", mode="w", encoding="utf-8")
+    handler = logging.FileHandler(run_dir / "train.log", mode="a" if resume else "w", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
     supar_logger.addHandler(handler)
     try:
@@ -90,9 +99,20 @@ def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Pat
         config = supar_config(**settings.supar_overrides(), path=str(path), train=str(train_file),
                               dev=str(dev_file), test=str(dev_file))
         logger.info(f"prior settings: {settings}")
-        parser = BiaffineDependencyParser.build(**config)
         with trusted_supar_load(), quiet_supar_warnings():  # train() reloads its best checkpoint at the end
-            parser.train(**config)
+            if resume:  # our own run directory: its checkpoint is trusted like the one train() reloads
+                try:
+                    parser = BiaffineDependencyParser.load(str(path), checkpoint=True)
+                except KeyError:
+                    raise ResourceError(
+                        f"cannot resume: {path} holds no training state. supar drops it when a run "
+                        "ends normally, so --resume continues only a run that was stopped before its "
+                        "last epoch; start a new run (or export this one) instead") from None
+                logger.info(f"resumed from the checkpoint of epoch {parser.checkpoint_state_dict.get('epoch')}")
+                parser.train(**{**config, "checkpoint": True})
+            else:
+                parser = BiaffineDependencyParser.build(**config)
+                parser.train(**config)
     finally:
         supar_logger.removeHandler(handler)
         handler.close()
@@ -101,13 +121,14 @@ def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Pat
 
 def train_parser(train: Sequence[str | Path], dev: str | Path, out_dir: str | Path,
                  run_dir: str | Path | None = None, settings: TrainSettings = TrainSettings(),
-                 dtype: str = "float16") -> Path:
-    """Train, then export the best (dev) model to ``out_dir`` as safetensors + JSON; return ``out_dir``."""
+                 dtype: str = "float16", resume: bool = False) -> Path:
+    """Train (or, with ``resume``, continue the run in ``run_dir``), then export the best (dev)
+    model to ``out_dir`` as safetensors + JSON; return ``out_dir``."""
     from pipeline.parsers.artifact import export_supar_checkpoint
 
     out_dir = Path(out_dir)
     run_dir = Path(run_dir) if run_dir is not None else out_dir / "run"
-    checkpoint = train_supar(train, dev, run_dir, settings)
+    checkpoint = train_supar(train, dev, run_dir, settings, resume=resume)
     export_supar_checkpoint(checkpoint, out_dir, dtype=dtype,
                             training={"train": [Path(p).name for p in train], "dev": Path(dev).name,
                                       "settings": settings.__dict__})
