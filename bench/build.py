@@ -76,11 +76,10 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
 
 def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
               parser: str, root: Path) -> dict:
-    """The same build on a cluster that already runs (``prior build --scheduler``): workers
-    started and their models loaded by an earlier build of other data (100 MRPC pairs, or
-    SICK pairs when measuring MRPC), as
-    for a user who keeps a cluster up between builds. Measures the pipeline without the
-    per-process start-up (Python imports, spaCy model, WordNet)."""
+    """The same build on a cluster that already runs (``prior build --scheduler``), as for a
+    user who keeps a cluster up between builds: workers started, and their models loaded by an
+    earlier build of other data (100 MRPC pairs; SICK pairs when measuring MRPC). Measures the
+    pipeline without the per-process start-up (Python imports, spaCy model, WordNet)."""
     import logging
 
     from distributed import Client, LocalCluster
