@@ -146,4 +146,49 @@ def test_wordnet_incomplete_private_copy_is_replaced(tmp_path: Path) -> None:
     wnres.install_private_copy(DEBIAN, tmp_path / "nltk_data")
     assert (target / "data.noun").stat().st_size == (DEBIAN / "data.noun").stat().st_size
     assert (target / "lexnames").is_file()
-    assert sorted(p.name for p in (tmp_path / "nltk_data" / "corpora").iterdir()) == ["wordnet"]
+    assert sorted(p.name for p in (tmp_path / "nltk_data" / "corpora").iterdir()) == [".prior-install.lock", "wordnet"]
+
+
+@needs_debian
+def test_wordnet_private_copy_installed_meanwhile_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installer that finds, once it holds the lock, a complete copy that another process
+    installed while it waited keeps that copy: it never moves aside a copy others may read."""
+    from contextlib import contextmanager
+
+    root = tmp_path / "nltk_data"
+    done = wnres.install_private_copy(DEBIAN, tmp_path / "other")  # "the other process's" copy
+    (root / "corpora").mkdir(parents=True)
+
+    @contextmanager
+    def other_process_finishes_first(path):  # noqa: ANN001, ANN202
+        os.replace(done / "corpora" / "wordnet", root / "corpora" / "wordnet")
+        yield
+
+    installs = []
+    monkeypatch.setattr(wnres, "_install_lock", other_process_finishes_first)
+    monkeypatch.setattr(wnres, "_install", lambda *a: installs.append(a))
+    before = (root / "corpora").stat().st_ino
+    assert wnres.install_private_copy(DEBIAN, root) == root
+    assert installs == [] and (root / "corpora").stat().st_ino == before
+    assert wnres._is_dict_dir(root / "corpora" / "wordnet")
+
+
+@needs_debian
+def test_wordnet_concurrent_installs_and_readers(tmp_path: Path) -> None:
+    """Three processes install the private copy at once and hash it right away (what the
+    workers of a 2-worker build with the biaffine parser do: supar imports nltk there): all
+    succeed with the same WordNet id. A smoke test of the real thing: the race it guards
+    against needs unlucky timing; the test above pins the logic that prevents it."""
+    code = ("import sys\n"
+            "from pathlib import Path\n"
+            "from pipeline.resources import wordnet as w\n"
+            "root = w.install_private_copy(w.DEBIAN_DIR, Path(sys.argv[1]))\n"
+            "files = root / 'corpora' / 'wordnet'\n"
+            "print(w._content_id(lambda name: (files / name).open('rb')))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "nltk_data")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+             for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
+    assert len({out.strip() for out, _ in outs}) == 1
+

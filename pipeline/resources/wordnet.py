@@ -37,6 +37,8 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +131,9 @@ def install_private_copy(source: Path, root: Path | None = None) -> Path:
     """Copy a WordNet dict dir into ``<root>/corpora/wordnet`` (+ lexnames); return root.
 
     Idempotent: an existing complete copy of the same files (same sizes) is reused. The copy
-    is written to a temporary sibling and renamed into place, so a crash leaves no half copy.
+    is written to a temporary sibling and renamed into place, so a crash leaves no half copy;
+    installers in several processes take turns (a lock file beside it), and one that finds a
+    complete copy once it has the lock leaves it alone.
     Directories are 0755 and files 0644, as nltk requires of a data root.
     """
     root = private_nltk_root() if root is None else root
@@ -146,6 +150,35 @@ def install_private_copy(source: Path, root: Path | None = None) -> Path:
         return root
     _make_private_dir(root)
     _make_private_dir(root / "corpora")
+    with _install_lock(root / "corpora" / ".prior-install.lock"):
+        if not complete():  # another process may have installed it while we waited
+            _install(source, present, root, target, complete)
+    return root
+
+
+@contextmanager
+def _install_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock between processes (build workers install the copy at the same time).
+
+    Without it a second installer could move a complete copy aside, to put its own in place,
+    while a third process was reading it (seen as a missing data.noun in a 2-worker build).
+    Where ``fcntl`` is missing (Windows) installs are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _install(source: Path, present: list[str], root: Path, target: Path, complete: Callable[[], bool]) -> None:
+    """Copy into a staging directory, then rename it into place (under `_install_lock`)."""
     staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=root / "corpora"))
     try:
         os.chmod(staging, 0o755)
@@ -171,7 +204,6 @@ def install_private_copy(source: Path, root: Path | None = None) -> Path:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return root
 
 
 def _nltk_has_wordnet(paths: list[str] | None = None) -> bool:
