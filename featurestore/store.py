@@ -286,14 +286,18 @@ class Store:
             raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
         wanted = None if columns is None else ["sent_key", *columns]
         parse = parse or segs[-1].target["parse"]
-        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet", wanted))
-                  for s in segs if s.target["parse"] == parse]
+        keys = None if sentence_keys is None else pl.Series(list(sentence_keys), dtype=pl.String)
+        frames = []
+        for s in segs:
+            if s.target["parse"] != parse:
+                continue
+            frame = pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet", wanted))
+            # filtered per segment: a worker reading one partition's sentences never holds the
+            # whole store's parses at once
+            frames.append(frame if keys is None else frame.filter(pl.col("sent_key").is_in(keys)))
         if not frames:
             raise NotFoundError(f"{self.location} has no parse {parse}; present: {sorted(self.parse_ids())}")
-        df = pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
-        if sentence_keys is not None:
-            df = df.filter(pl.col("sent_key").is_in(list(sentence_keys)))
-        return df
+        return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
 
     # ---------------------------------------------------------------- features
     def write_feature(self, entry: EntryInfo, keys: Sequence[str],

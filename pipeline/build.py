@@ -182,7 +182,7 @@ class _Runner:
             on_done: Callable[[dict[str, Any]], None]) -> None:
         """Run ``fn(*args)`` for each of ``calls``. On Dask each call is submitted as soon as
         the generator yields its arguments, so workers start while the driver still prepares
-        the next partitions' payloads."""
+        the next partitions' arguments."""
         calls = iter(calls)
         first = next(calls, None)
         if first is None:
