@@ -10,13 +10,12 @@ per worker process (see ``worker.py``).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,26 +177,19 @@ class _Runner:
                                         silence_logs=logging.ERROR, env=worker_environment(self.options.parser))
             self.client = Client(self.cluster)
 
-    def run(self, fn: Callable[..., dict[str, Any]], calls: Iterable[tuple[Any, ...]],
+    def run(self, fn: Callable[..., dict[str, Any]], calls: list[tuple[Any, ...]],
             on_done: Callable[[dict[str, Any]], None]) -> None:
-        """Run ``fn(*args)`` for each of ``calls``. On Dask each call is submitted as soon as
-        the generator yields its arguments, so workers start while the driver still prepares
-        the next partitions' arguments."""
-        calls = iter(calls)
-        first = next(calls, None)
-        if first is None:
+        if not calls:
             return
         self._start()
         if self.client is None:
-            for args in itertools.chain([first], calls):
+            for args in calls:
                 on_done(fn(*args))
             return
         from distributed import as_completed
 
-        pending = as_completed([self.client.submit(fn, *first, pure=False)])
-        for args in calls:
-            pending.add(self.client.submit(fn, *args, pure=False))
-        for fut in pending:
+        futures = [self.client.submit(fn, *args, pure=False) for args in calls]
+        for fut in as_completed(futures):
             on_done(fut.result())
 
     @property
@@ -402,7 +394,7 @@ def build(options: BuildOptions) -> BuildReport:
                 stage = StageReport(f"feature {feature.name}", items=total, reused=total - len(todo_items))
                 bar = progress.add_task(feature.name, total=len(todo_items))
                 parts = _partitions(todo_items, runner.workers, options.partition_size)
-                calls = (_feature_call(store.location, feature, entry, parse, part) for part in parts)
+                calls = [_feature_call(store.location, feature, entry, parse, part) for part in parts]
 
                 def feature_done(result: dict[str, Any], stage: StageReport = stage, bar: Any = bar) -> None:
                     stage.computed += result["done"]
