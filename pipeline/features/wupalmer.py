@@ -1,7 +1,9 @@
 """Fast Wu-Palmer similarity over WordNet synsets, equal to nltk's ``Synset.wup_similarity``.
 
 nltk recomputes everything per call and re-reads a file header (``get_version()``) every time:
-0.8–4.7 ms per word pair. `WuPalmer` precomputes, once per synset, what nltk's algorithm uses
+0.8–4.7 ms per word pair. `WuPalmer` reads what nltk's algorithm uses per synset (ancestors
+with their shortest distances, minimum and maximum depth) from the precomputed hierarchy table
+(`pipeline.resources.wn_hierarchy`, built once per machine and memory-mapped by every process)
 and reproduces nltk (≥ 3.6) to the last bit, quirks included:
 
 - ``need_root`` is true unless both synsets are nouns (WordNet ≠ 1.6). Then a fake root
@@ -17,14 +19,17 @@ and reproduces nltk (≥ 3.6) to the last bit, quirks included:
   the fake root, the largest BFS distance from s_k to any of its ancestors + 1).
 - wup = 2·depth / (len_1 + len_2 + 2·depth); None when there is no common subsumer.
 
-Objects of this class hold a loaded WordNet: create them in a worker (``setup()``), never
-pickle them.
+Objects of this class hold a loaded WordNet and the mapped table: create them in a worker
+(``setup()``), never pickle them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from featurestore.errors import ResourceError
+from pipeline.resources.wn_hierarchy import FILE_POS, SS_TYPES, HierarchyTable, table_for
 
 ROOT = "*ROOT*"
 ROOT_ID = -1
@@ -37,13 +42,12 @@ _HIERARCHY = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
 
 
 class SynsetInfo:
-    """What nltk's algorithm needs of one synset; ancestors are integer ids of `WuPalmer`."""
+    """What nltk's algorithm needs of one synset; ancestors are synset ids of the table."""
 
-    __slots__ = ("id", "name", "pos", "hierarchy", "noun", "dist", "ecc", "spd", "anc", "unique")
+    __slots__ = ("id", "pos", "hierarchy", "noun", "dist", "ecc", "spd", "anc", "unique")
 
-    def __init__(self, id_: int, name: str, pos: str, dist: dict[int, int], min_depth: list[int]) -> None:
+    def __init__(self, id_: int, pos: str, dist: dict[int, int], min_depth: Sequence[int]) -> None:
         self.id = id_
-        self.name = name
         self.pos = pos
         self.hierarchy = _HIERARCHY[pos]
         self.noun = pos == "n"
@@ -57,68 +61,56 @@ class SynsetInfo:
 
 
 class WuPalmer:
-    """nltk-exact Wu-Palmer between synsets, with per-synset data built once per synset.
+    """nltk-exact Wu-Palmer between synsets of a loaded WordNet reader (ours or nltk's).
 
-    Synset data is built from the synset's direct hypernyms' data (shortest distances,
-    minimum and maximum depth follow the same recursions nltk evaluates), so each synset's
-    hypernym pointers are read from nltk once.
+    Per-synset data comes from the precomputed hierarchy table
+    (`pipeline.resources.wn_hierarchy`: ancestors, distances, depths for every synset, shared
+    on disk by all processes) and is turned into a `SynsetInfo` on first use. Synset names,
+    needed only to break ties between common hypernyms, are read from the reader when asked.
     """
 
-    def __init__(self, wn: Any) -> None:
+    def __init__(self, wn: Any, table: HierarchyTable | None = None) -> None:
         self.wn = wn
+        self.table = table if table is not None else table_for(wn)
         # nltk: Synset._needs_root() is true for nouns only with WordNet 1.6.
         self.noun_needs_root = wn.get_version() == "1.6"
-        self._by_name: dict[str, SynsetInfo] = {}
-        self._names: list[str] = []
-        self._infos: list[SynsetInfo] = []
-        self._min_depth: list[int] = []
-        self._max_depth: list[int] = []
+        self._ids = self.table.address_map()
+        self._infos: list[SynsetInfo | None] = [None] * len(self.table)
+        self._names: dict[int, str] = {}
+        self._min_depth: list[int] = self.table.min_depth.tolist()
+        self._max_depth: list[int] = self.table.max_depth.tolist()
+        self._ss_type: list[str] = [SS_TYPES[c] for c in self.table.ss_type.tolist()]
 
     # -- per synset ---------------------------------------------------------------------------
+    def synset_id(self, pos: str, offset: int) -> int:
+        """The table id of the synset at ``offset`` of the data file of ``pos`` (s: adjectives)."""
+        try:
+            return self._ids[("a" if pos == "s" else pos, offset)]
+        except KeyError:
+            raise ResourceError(f"WordNet synset {pos} {offset:08d} is not in the hierarchy table of "
+                                f"{self.table.wordnet}") from None
+
     def info(self, synset: Any) -> SynsetInfo:
-        """Data of an nltk Synset (built on first use)."""
-        info = self._by_name.get(synset._name)
-        if info is None:
-            info = self._build(synset)
-        return info
+        """Data of a reader's Synset."""
+        return self.info_by_id(self.synset_id(synset.pos(), synset.offset()))
 
     def info_by_name(self, name: str) -> SynsetInfo:
-        info = self._by_name.get(name)
+        return self.info(self.wn.synset(name))
+
+    def info_by_id(self, id_: int) -> SynsetInfo:
+        info = self._infos[id_]
         if info is None:
-            info = self._build(self.wn.synset(name))
+            ids, dists = self.table.ancestors(id_)
+            info = self._infos[id_] = SynsetInfo(id_, self._ss_type[id_], dict(zip(ids, dists)), self._min_depth)
         return info
 
-    def _build(self, synset: Any) -> SynsetInfo:
-        # Iterative post-order over hypernyms + instance hypernyms (no recursion limit issue).
-        stack: list[tuple[Any, bool]] = [(synset, False)]
-        parents_of: dict[str, list[Any]] = {}
-        while stack:
-            s, expanded = stack.pop()
-            name = s._name
-            if name in self._by_name:
-                continue
-            if not expanded:
-                if name in parents_of:  # already scheduled on this walk (DAG re-entry)
-                    continue
-                parents = s.hypernyms() + s.instance_hypernyms()
-                parents_of[name] = parents
-                stack.append((s, True))
-                stack.extend((p, False) for p in parents if p._name not in self._by_name)
-                continue
-            parents = [self._by_name[p._name] for p in parents_of[name]]
-            id_ = len(self._names)
-            dist: dict[int, int] = {id_: 0}
-            for p in parents:
-                for c, d in p.dist.items():
-                    if d + 1 < dist.get(c, 1 << 30):
-                        dist[c] = d + 1
-            self._names.append(name)
-            self._min_depth.append(1 + min(self._min_depth[p.id] for p in parents) if parents else 0)
-            self._max_depth.append(1 + max(self._max_depth[p.id] for p in parents) if parents else 0)
-            info = SynsetInfo(id_, name, s._pos, dist, self._min_depth)
-            self._infos.append(info)
-            self._by_name[name] = info
-        return self._by_name[synset._name]
+    def name(self, id_: int) -> str:
+        """nltk's name of a synset id (``dog.n.01``), read from the reader once."""
+        name = self._names.get(id_)
+        if name is None:
+            pos = FILE_POS[int(self.table.file_pos[id_])]
+            name = self._names[id_] = self.wn.synset_from_pos_and_offset(pos, int(self.table.offset[id_])).name()
+        return name
 
     def min_depth(self, info: SynsetInfo) -> int:
         return self._min_depth[info.id]
@@ -179,8 +171,7 @@ class WuPalmer:
             return i1.id
         if len(ties) == 1:
             return ties[0]
-        names = self._names
-        return min(ties, key=lambda t: ROOT if t == ROOT_ID else names[t])
+        return min(ties, key=lambda t: ROOT if t == ROOT_ID else self.name(t))
 
     def _spd(self, i: SynsetInfo, sub: int) -> int:
         """nltk's shortest_path_distance(i, sub) for an ancestor ``sub`` of i.
@@ -191,6 +182,6 @@ class WuPalmer:
         if i.id == sub:
             return 0
         di = i.dist
-        value = min([di[c] + dc for c, dc in self._infos[sub].dist.items()])
+        value = min([di[c] + dc for c, dc in self.info_by_id(sub).dist.items()])
         i.spd[sub] = value
         return value

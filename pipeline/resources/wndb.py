@@ -447,12 +447,17 @@ class WndbReader:
 
     def synsets(self, lemma: str, pos: str | Iterable[str] | None = None) -> list[Synset]:
         """The synsets of a word, exactly as nltk's ``synsets(lemma, pos)`` lists them."""
-        lemma = lemma.lower()
         get = self.synset_from_pos_and_offset
-        out: list[Synset] = []
+        return [get(p, offset) for p, offset in self.synset_addresses(lemma, pos)]
+
+    def synset_addresses(self, lemma: str, pos: str | Iterable[str] | None = None) -> list[tuple[str, int]]:
+        """(part of speech asked, offset) of each of ``synsets(lemma, pos)``, in its order,
+        without reading the synsets' data lines."""
+        lemma = lemma.lower()
+        out: list[tuple[str, int]] = []
         for p in POS_LIST if pos is None else pos:
             for form in self._morphy(lemma, p):
-                out.extend(get(p, offset) for offset in self._index_offsets(form, p) or ())
+                out.extend((p, offset) for offset in self._index_offsets(form, p) or ())
         return out
 
     def synset(self, name: str) -> Synset:

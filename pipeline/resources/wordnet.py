@@ -345,10 +345,8 @@ def load_wordnet_fast(directory: str | os.PathLike[str] | None = None) -> tuple[
         return wn, wordnet_version(wn)
     from pipeline.resources.wndb import open_wndb
 
-    key = str(files)
-    if key not in _version_cache:
-        _version_cache[key] = _content_id(lambda name: (files / name).open("rb"))
-    return open_wndb(files), _version_cache[key]
+    wn = open_wndb(files)
+    return wn, wordnet_version(wn)
 
 
 def nltk_default_paths() -> list[Path]:
@@ -412,13 +410,15 @@ def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | N
     """``"wordnet-<version>:<blake2b-16 of data.* and index.* files>"``.
 
     Identifies the database content for feature fingerprints; computed once per process from
-    the files (of ``wn``'s root when given, else of the directory :func:`wordnet_files_dir`
+    the files (of ``wn``'s directory or root when given, else of the directory :func:`wordnet_files_dir`
     finds, else of :func:`wordnet_root`), without loading WordNet or, where the files are plain
     files, importing nltk (which costs seconds: this runs on every build, no-op ones included).
     Content-based, so the same database gives the same id wherever it is installed. The
     version is read from data.adj's header as nltk's ``get_version`` does.
     """
-    if wn is None and (files := wordnet_files_dir(directory)) is not None:
+    # plain files: those found without nltk, or our WNDB reader's directory
+    files = wordnet_files_dir(directory) if wn is None else getattr(wn, "directory", None)
+    if isinstance(files, Path):
         key = str(files)
         if key not in _version_cache:
             _version_cache[key] = _content_id(lambda name: (files / name).open("rb"))
