@@ -10,13 +10,14 @@ per worker process (see ``worker.py``).
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,12 @@ class _Runner:
         return max(1, self.options.workers)
 
     def close(self) -> None:
+        if self.cluster is not None:
+            # Our workers then exit at once: `gc.freeze` exempts their objects from the
+            # interpreter's final collection, which otherwise walks spaCy's heap (closing 2
+            # workers: 0.47 -> 0.06 s). An external cluster's workers are left alone.
+            with suppress(Exception):
+                self.client.run(gc.freeze)
         if self.client is not None:
             self.client.close()
         if self.cluster is not None:
