@@ -148,6 +148,14 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield progress
 
 
+# Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in every worker it spawns, to hand freed memory
+# back to the OS in long-lived workers. Setting it also switches off glibc's adaptive mmap
+# threshold, so every large numpy buffer spaCy allocates is a fresh mmap with page faults:
+# spaCy parses 20-25 % slower (2,665 SNLI sentences: 4.66 s without, 5.54-5.95 s with it).
+# The build's own workers live for one build: they keep glibc's defaults.
+LOCAL_WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+
+
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
@@ -159,6 +167,7 @@ class _Runner:
     def _start(self) -> None:
         if self.client is not None or (self.options.workers == 0 and not self.options.scheduler):
             return
+        import dask
         from distributed import Client, LocalCluster
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
@@ -173,9 +182,10 @@ class _Runner:
 
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
             # The workers live for this build only: their environment is tuned to its parser.
-            self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address="127.0.0.1:0", local_directory=str(scratch),
-                                        silence_logs=logging.ERROR, env=worker_environment(self.options.parser))
+            with dask.config.set(LOCAL_WORKER_CONFIG):
+                self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
+                                            dashboard_address="127.0.0.1:0", local_directory=str(scratch),
+                                            silence_logs=logging.ERROR, env=worker_environment(self.options.parser))
             self.client = Client(self.cluster)
 
     def run(self, fn: Callable[..., dict[str, Any]], calls: list[tuple[Any, ...]],
