@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from featurestore import NotFoundError, PriorError, open_store
-from pipeline.build import BuildOptions, build
+from pipeline.build import BuildOptions, _partitions, build
 from pipeline.features.sdoi import sdoi_mask
 from pipeline.parsers import get_parser
 
@@ -27,6 +27,16 @@ def _opts(store, **kw) -> BuildOptions:
 def _frame_rows(store_dir, feature="sdoi", dataset="snli", split="test"):
     df = open_store(store_dir).frame(feature, dataset=dataset, split=split)
     return df.drop([c for c in df.columns if c.endswith("_key") or c.startswith("key_")]).to_dicts()
+
+
+@pytest.mark.parametrize(("n", "workers", "size"), [(9842, 2, 2000), (6077, 2, 2000), (2000, 1, 2000),
+                                                     (9842, 3, 2000), (799, 2, 2000), (3, 2, 2000), (5, 4, 2)])
+def test_partitions_cover_items_in_order_and_balance_workers(n, workers, size):
+    parts = _partitions(list(range(n)), workers, size)
+    assert [i for p in parts for i in p] == list(range(n))
+    assert max(map(len, parts)) <= size and max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert len(parts) % workers == 0 or len(parts) == n  # equal share per worker unless items are too few
+    assert len(parts) >= min(n, workers)
 
 
 def test_build_snli_slice_then_noop_rerun(tmp_path):
