@@ -33,6 +33,7 @@ from featurestore import keys as keymod
 from featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
 from featurestore.errors import NotFoundError, StoreError
 from featurestore.fs import StoreFS
+from featurestore.segment_cache import PARSE_SEGMENTS
 from featurestore.tensors import flatten, read_flat, write_flat
 
 FORMAT = {"format": "prior-store", "version": 1}
@@ -276,9 +277,11 @@ class Store:
         return keys
 
     def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
-               columns: Sequence[str] | None = None) -> pl.DataFrame:
+               columns: Sequence[str] | None = None, *, cache: bool = False) -> pl.DataFrame:
         """Parse records (sent_key + list columns), of ``parse`` or the most recent parse;
-        ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key."""
+        ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key. ``cache``: keep the
+        segments read in this process's bounded cache and reuse them (`segment_cache`; build
+        workers do, as every feature task reads every parse segment)."""
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; run `prior build`")
@@ -291,7 +294,12 @@ class Store:
         for s in segs:
             if s.target["parse"] != parse:
                 continue
-            frame = pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/parses.parquet", wanted))
+            path = f"{s.folder}/parses.parquet"
+
+            def load(path: str = path) -> pl.DataFrame:
+                return pl.from_arrow(_read_parquet(self.fs, path, wanted))  # type: ignore[return-value]
+
+            frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
             # filtered per segment: a worker reading one partition's sentences never holds the
             # whole store's parses at once
             frames.append(frame if keys is None else frame.filter(pl.col("sent_key").is_in(keys)))

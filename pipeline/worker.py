@@ -63,7 +63,8 @@ def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], k
     parse, pairs = payload
     store = open_store(store_url)
     wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
-    parses = {r["sent_key"]: Parse.from_record(r) for r in store.parses(wanted, parse=parse).iter_rows(named=True)}
+    parses = {r["sent_key"]: Parse.from_record(r)
+              for r in store.parses(wanted, parse=parse, cache=True).iter_rows(named=True)}
     if (missing := [k for k in wanted if k not in parses]):
         raise NotFoundError(f"{store_url}: parse {parse} lacks {len(missing)} sentence(s) of this "
                             f"partition, e.g. {missing[0]}")

@@ -181,3 +181,43 @@ def test_store_parses_reads_only_the_columns_asked_for(toy):
     assert words["words"].to_list() == full["words"].to_list()
     with pytest.raises(StoreError, match="unknown parse column"):
         store.parses(columns=("wordz",))
+
+
+def test_store_parses_cache_reads_each_segment_once_and_sees_new_segments(toy, monkeypatch):
+    from featurestore.segment_cache import PARSE_SEGMENTS
+
+    store, ks, _, _ = toy
+    monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "64")
+    PARSE_SEGMENTS.clear()
+    reads = PARSE_SEGMENTS.reads
+    first = store.parses([ks[0], ks[2]], parse="p1", cache=True)
+    assert PARSE_SEGMENTS.reads == reads + 1
+    again = open_store(store.location).parses([ks[2], ks[1]], parse="p1", cache=True)  # another Store, as in a new task
+    assert PARSE_SEGMENTS.reads == reads + 1  # served from the cache
+    assert again.to_dicts() == store.parses([ks[2], ks[1]], parse="p1").to_dicts()
+    assert first.to_dicts() == store.parses([ks[0], ks[2]], parse="p1").to_dicts()
+
+    new = K.sentence_key("g h")
+    store.write_parses("p1", {"backend": "fake"}, [new], [_record(2)])  # a later segment is read too
+    assert store.parses([new, ks[0]], parse="p1", cache=True)["sent_key"].to_list() == [ks[0], new]
+    assert PARSE_SEGMENTS.reads == reads + 2
+    PARSE_SEGMENTS.clear()
+
+
+def test_segment_cache_stays_within_its_bound(monkeypatch):
+    from featurestore.segment_cache import SegmentCache
+
+    cache = SegmentCache()
+    table = pl.DataFrame({"x": list(range(1000))})  # 8 kB
+    monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", str(20_000 / 2**20))
+    for key in range(5):
+        assert cache.get(key, lambda: table) is table
+    assert len(cache) == 2 and cache.nbytes <= 20_000  # the oldest went first
+    cache.get(3, lambda: pytest.fail("3 was cached"))
+    monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "0")
+    cache.clear()
+    cache.get("off", lambda: table)
+    assert len(cache) == 0 and cache.reads == 6
+    monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="PRIOR_SEGMENT_CACHE_MB='lots' is not a number"):
+        cache.get("x", lambda: table)
