@@ -43,11 +43,11 @@ Preset ``"uerbert-code"`` reproduces the scoring function of the authors' releas
 Speed: per-synset data comes from WordNet's precomputed hierarchy table (`WuPalmer`,
 `pipeline.resources.wn_hierarchy`), shared on disk by all workers; word → synset ids come from
 the index files alone (no data lines parsed); word → sense set and sense-set pair → value are
-cached here. Caches live per worker process: the object pickles
-without them (only its settings) and loads WordNet lazily in `setup()` or on first use, through
-`load_wordnet_fast`: our WNDB reader (`pipeline.resources.wndb`, equal to nltk's answers), ready
-with the content hash in ≈ 0.04 s instead of nltk's 2.3–3.6 s of import and load; nltk's reader
-only where WordNet is a zip.
+cached here. Caches live per worker process: the object pickles without them (only its
+settings) and loads WordNet lazily in `setup()` or on first use, through `load_wordnet_fast`:
+our WNDB reader (`pipeline.resources.wndb`, equal to nltk's answers), ready with the content
+hash in ≈ 0.04 s instead of nltk's 2.3–3.6 s of import and load; nltk's reader only where
+WordNet is a zip.
 """
 
 from __future__ import annotations
