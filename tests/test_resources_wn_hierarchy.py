@@ -73,6 +73,11 @@ def test_table_is_cached_on_disk_and_rebuilt_when_damaged(wordnet: Any, monkeypa
     monkeypatch.setattr(H, "_tables", {})
     with pytest.raises(AssertionError, match="rebuilt"):
         H.table_for(wordnet)
+    (directory / "anc_dist.npy").write_bytes(b"")  # empty, and meta.json not an object
+    (directory / "meta.json").write_text("[]")
+    monkeypatch.setattr(H, "_tables", {})
+    with pytest.raises(AssertionError, match="rebuilt"):
+        H.table_for(wordnet)
     monkeypatch.undo()
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path))
     monkeypatch.setattr(H, "_tables", {})

@@ -210,8 +210,10 @@ def load_table(directory: Path, wordnet: str) -> HierarchyTable:
     """The table in ``directory`` (memory-mapped); ResourceError if it is missing or damaged."""
     try:
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError("meta.json is not an object")
         arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _ARRAYS}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise ResourceError(f"WordNet hierarchy cache {directory} is unreadable: {exc}") from None
     n = meta.get("synsets")
     problems = [name for name in ("file_pos", "offset", "ss_type", "min_depth", "max_depth")
