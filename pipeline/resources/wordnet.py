@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from featurestore.errors import ResourceError
+from featurestore.paths import prior_home
 
 ENV_DIR = "PRIOR_WORDNET_DIR"
 DEBIAN_DIR = Path("/usr/share/wordnet")
@@ -82,15 +83,6 @@ _MAN_ROW = re.compile(r"^(\d\d)\t\s*((?:adj|adv|noun|verb)\.[A-Za-z]+)\s*\t")
 
 _lock = threading.Lock()
 _version_cache: dict[str, str] = {}
-
-
-def prior_home() -> Path:
-    """PRIOR_HOME, else $XDG_CACHE_HOME/prior, else ~/.cache/prior (resolved now)."""
-    home = os.environ.get("PRIOR_HOME")
-    if home:
-        return Path(home).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME")
-    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "prior"
 
 
 def private_nltk_root() -> Path:
