@@ -189,7 +189,9 @@ class _Runner:
             with dask.config.set(LOCAL_WORKER_CONFIG):
                 self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
-                                            silence_logs=logging.ERROR, env=worker_environment(self.options.parser))
+                                            silence_logs=logging.ERROR,
+                                            env={**worker_environment(self.options.parser),
+                                                 worker.LOCAL_WORKER_ENV: "1"})
             self.client = Client(self.cluster)
 
     def run(self, jobs: list[Job]) -> None:

@@ -9,15 +9,31 @@ never the partition.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from featurestore import open_store
+from featurestore.arrow_setup import skip_pandas_detection
 from featurestore.errors import NotFoundError
 from featurestore.store import EntryInfo
 from pipeline.parsers.base import Parse
 
 _FEATURES: dict[str, Any] = {}
+# Set (to "1") by `prior build` in the workers of the local cluster it starts for one build.
+LOCAL_WORKER_ENV = "PRIOR_LOCAL_WORKER"
+_process_ready = False
+
+
+def _set_up_process() -> None:
+    """Once per process, in the build's own workers only: pyarrow skips its pandas import
+    (`featurestore.arrow_setup`; 0.17 s before a worker's first store write). Workers of an
+    external cluster may run other code that gives pandas objects to pyarrow: left alone."""
+    global _process_ready
+    if not _process_ready:
+        _process_ready = True
+        if os.environ.get(LOCAL_WORKER_ENV) == "1":
+            skip_pandas_detection()
 
 
 def _short(exc: BaseException) -> str:
@@ -28,6 +44,7 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
                     keys: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
     from pipeline.parsers import get_parser
 
+    _set_up_process()
     parser = get_parser(parser_spec)
     try:
         parses: list[Parse | None] = list(parser.parse(texts))
@@ -58,6 +75,7 @@ def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], k
     """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
     sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
     pair feature (``keys`` are pair keys); the parses are read from the store here."""
+    _set_up_process()
     entry = EntryInfo.from_target(target)
     feature = _feature(feature, entry.key)
     parse, pairs = payload

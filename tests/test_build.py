@@ -127,16 +127,23 @@ def test_build_local_dask_cluster_equals_in_process(tmp_path):
     assert _frame_rows(tmp_path / "dask") == _frame_rows(tmp_path / "inproc")
 
 
-def test_local_workers_keep_glibc_malloc_defaults(tmp_path, monkeypatch):
-    """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ in its workers: spaCy then parses 20 % slower."""
+def test_local_workers_keep_glibc_malloc_defaults_and_skip_pandas(tmp_path, monkeypatch):
+    """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ in its workers: spaCy then parses 20 % slower.
+    The build's workers write the store without pyarrow importing pandas (0.17 s each)."""
+    from pipeline import worker
     from pipeline.build import _Runner
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    runner = _Runner(_opts(tmp_path, workers=1))
+    runner = _Runner(_opts(tmp_path / "s", workers=1))
     try:
         runner._start()
         assert list(runner.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
         assert list(runner.client.run(os.environ.get, "OMP_NUM_THREADS").values()) == ["1"]  # the rest stays
+        texts = ["A dog runs.", "Two cats sleep."]
+        result = runner.client.submit(worker.parse_partition, str(tmp_path / "s"), "spacy", "p", {}, ["k1", "k2"],
+                                      texts, pure=False).result()
+        assert result["done"] == 2
+        assert list(runner.client.run(lambda: "pandas" in sys.modules).values()) == [False]
     finally:
         runner.close()
 
