@@ -27,6 +27,7 @@ import pyarrow as pa
 from featurestore import keys as K
 from featurestore import make_entry, open_store
 from featurestore.errors import NotFoundError, PriorError
+from featurestore.segment_cache import PARSE_SEGMENTS
 from featurestore.store import EntryInfo, Store
 from pipeline import worker
 from pipeline.parsers.base import Parse
@@ -447,6 +448,7 @@ def build(options: BuildOptions) -> BuildReport:
             runner.run(jobs)
     finally:
         runner.close()
+        PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start

@@ -40,7 +40,10 @@ def test_partitions_cover_items_in_order_and_balance_workers(n, workers, size):
 
 
 def test_build_snli_slice_then_noop_rerun(tmp_path):
+    from featurestore.segment_cache import PARSE_SEGMENTS
+
     report = build(_opts(tmp_path / "s"))
+    assert len(PARSE_SEGMENTS) == 0  # the in-process build's tasks cached parse segments, then let go
     assert report.splits[0].pairs == 12 and report.stage("feature sdoi").computed > 0
     df = open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test")
     assert df.height == 12
