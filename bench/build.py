@@ -122,8 +122,13 @@ def wordnet_table_seconds() -> dict:
     from pipeline.resources.wordnet import load_wordnet_fast
 
     wn, version = load_wordnet_fast()
+    directory = getattr(wn, "directory", None)  # our WNDB reader; nltk's (a zipped corpus) has a root
+
+    def open_file(name: str):  # noqa: ANN202 - a binary file object
+        return (directory / name).open("rb") if directory is not None else wn.root.join(name).open()
+
     t0 = time.perf_counter()
-    table = build_table(lambda name: (wn.directory / name).open("rb"), version)
+    table = build_table(open_file, version)
     seconds = time.perf_counter() - t0
     table_for(wn, version)
     return {"build_s": round(seconds, 2), "synsets": len(table)}
