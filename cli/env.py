@@ -31,7 +31,9 @@ def env_lines() -> list[tuple[str, str]]:
         pass
     lines += [("PRIOR_HOME", str(prior_home())), ("PRIOR_STORE", default_store()),
               ("PRIOR_DATA_DIR", str(data_dir() or "not set")),
-              ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set"))]
+              ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set")),
+              ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)"))]
+    lines += wordnet_lines()
     try:
         from pipeline.datasets.resolve import bundled_dir as bundled_data_dir
 
@@ -39,6 +41,23 @@ def env_lines() -> list[tuple[str, str]]:
     except ImportError:
         pass
     return lines
+
+
+def wordnet_lines() -> list[tuple[str, str]]:
+    """Where WordNet is read from, its content id, and its hierarchy table's cache (found
+    without importing nltk where the files are plain files)."""
+    from featurestore.errors import PriorError
+    from pipeline.resources.wn_hierarchy import cache_dir
+    from pipeline.resources.wordnet import wndb_dir, wordnet_version
+
+    try:
+        files = wndb_dir()
+        version = wordnet_version()
+    except (PriorError, LookupError, OSError) as exc:
+        return [("wordnet", f"not found: {str(exc).splitlines()[0]}")]
+    table = cache_dir(version)
+    return [("wordnet", f"{files or 'a zipped nltk corpus'} ({version})"),
+            ("wordnet hierarchy table", f"{table} ({'built' if (table / 'meta.json').is_file() else 'built on first use'})")]
 
 
 def env_cmd() -> None:

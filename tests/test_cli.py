@@ -58,6 +58,7 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
     env = runner.invoke(app, ["env"])
     assert env.exit_code == 0
     assert str(tmp_path / "dd") in env.output and "PRIOR_STORE" in env.output and "torch" in env.output
+    assert "wordnet hierarchy table" in env.output or "not found" in env.output  # WordNet installed or not
 
 
 def test_cli_build_any_csv_file_with_named_columns(tmp_path):
