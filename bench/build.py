@@ -119,16 +119,11 @@ def wordnet_table_seconds() -> dict:
     """One-time cost per machine: building WordNet's hierarchy table (cached under PRIOR_HOME
     afterwards, so every run below reads it). Makes sure the cache exists before the runs."""
     from pipeline.resources.wn_hierarchy import build_table, table_for
-    from pipeline.resources.wordnet import load_wordnet_fast
+    from pipeline.resources.wordnet import file_opener, load_wordnet_fast, reader_files
 
     wn, version = load_wordnet_fast()
-    directory = getattr(wn, "directory", None)  # our WNDB reader; nltk's (a zipped corpus) has a root
-
-    def open_file(name: str):  # noqa: ANN202 - a binary file object
-        return (directory / name).open("rb") if directory is not None else wn.root.join(name).open()
-
     t0 = time.perf_counter()
-    table = build_table(open_file, version)
+    table = build_table(file_opener(reader_files(wn)), version)
     seconds = time.perf_counter() - t0
     table_for(wn, version)
     return {"build_s": round(seconds, 2), "synsets": len(table)}

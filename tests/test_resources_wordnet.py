@@ -165,7 +165,7 @@ def test_wordnet_private_copy_installed_meanwhile_is_kept(tmp_path: Path, monkey
         yield
 
     installs = []
-    monkeypatch.setattr(wnres, "_install_lock", other_process_finishes_first)
+    monkeypatch.setattr(wnres, "file_lock", other_process_finishes_first)
     monkeypatch.setattr(wnres, "_install", lambda *a: installs.append(a))
     before = (root / "corpora").stat().st_ino
     assert wnres.install_private_copy(DEBIAN, root) == root

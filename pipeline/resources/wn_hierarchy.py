@@ -244,10 +244,10 @@ def hierarchy_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") 
         try:
             table = load_table(directory, wordnet)
         except ResourceError:
-            from pipeline.resources.wordnet import _install_lock
+            from pipeline.resources.wordnet import file_lock
 
             directory.parent.mkdir(parents=True, exist_ok=True)
-            with _install_lock(directory.parent / ".hierarchy.lock"):
+            with file_lock(directory.parent / ".hierarchy.lock"):
                 try:  # another process may have built it while we waited
                     table = load_table(directory, wordnet)
                 except ResourceError:
@@ -258,17 +258,9 @@ def hierarchy_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") 
 
 
 def table_for(wn: Any, wordnet: str | None = None) -> HierarchyTable:
-    """The table of a loaded reader, ours (``directory``) or nltk's (``root``); ``wordnet`` is
-    its content id (`wordnet_version`), computed from the files when not given."""
-    from pipeline.resources.wordnet import wordnet_version
+    """The table of a loaded reader, ours or nltk's; ``wordnet`` is its content id
+    (`wordnet_version`), computed from the files when not given."""
+    from pipeline.resources.wordnet import file_opener, reader_files, wordnet_version
 
-    directory = getattr(wn, "directory", None)
-    if directory is not None:
-        def open_file(name: str) -> IO[bytes]:
-            return (Path(directory) / name).open("rb")
-    else:
-        root = wn.root
-
-        def open_file(name: str) -> IO[bytes]:
-            return root.join(name).open()  # type: ignore[no-any-return]
-    return hierarchy_table(open_file, wordnet or wordnet_version(wn), str(directory or wn.root))
+    location = reader_files(wn)
+    return hierarchy_table(file_opener(location), wordnet or wordnet_version(wn), str(location))

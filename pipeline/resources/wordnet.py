@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from featurestore.errors import ResourceError
 from featurestore.paths import prior_home
@@ -142,19 +142,20 @@ def install_private_copy(source: Path, root: Path | None = None) -> Path:
         return root
     _make_private_dir(root)
     _make_private_dir(root / "corpora")
-    with _install_lock(root / "corpora" / ".prior-install.lock"):
+    with file_lock(root / "corpora" / ".prior-install.lock"):
         if not complete():  # another process may have installed it while we waited
             _install(source, present, root, target, complete)
     return root
 
 
 @contextmanager
-def _install_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock between processes (build workers install the copy at the same time).
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock between processes on the lock file ``path``: build workers install the
+    private copy (and build WordNet's hierarchy table) at the same time.
 
     Without it a second installer could move a complete copy aside, to put its own in place,
     while a third process was reading it (seen as a missing data.noun in a 2-worker build).
-    Where ``fcntl`` is missing (Windows) installs are not serialised.
+    Where ``fcntl`` is missing (Windows) nothing is serialised.
     """
     try:
         import fcntl
@@ -170,7 +171,7 @@ def _install_lock(path: Path) -> Iterator[None]:
 
 
 def _install(source: Path, present: list[str], root: Path, target: Path, complete: Callable[[], bool]) -> None:
-    """Copy into a staging directory, then rename it into place (under `_install_lock`)."""
+    """Copy into a staging directory, then rename it into place (under `file_lock`)."""
     staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=root / "corpora"))
     try:
         os.chmod(staging, 0o755)
@@ -398,6 +399,20 @@ def _content_id(open_file: Any) -> str:
     return f"wordnet-{_read_version(open_file)}:{h.hexdigest()}"
 
 
+def reader_files(wn: Any) -> Any:
+    """Where a loaded reader's database files are: our WNDB reader's directory (a Path), or
+    nltk's root (a path pointer, possibly into a zip)."""
+    directory = getattr(wn, "directory", None)
+    return directory if isinstance(directory, Path) else wn.root
+
+
+def file_opener(location: Any) -> Callable[[str], IO[bytes]]:
+    """Opens a database file by name, binary: in a directory, or through an nltk root pointer."""
+    if isinstance(location, Path):
+        return lambda name: (location / name).open("rb")
+    return lambda name: location.join(name).open()  # type: ignore[no-any-return]
+
+
 def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | None = None) -> str:
     """``"wordnet-<version>:<blake2b-16 of data.* and index.* files>"``.
 
@@ -408,13 +423,11 @@ def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | N
     Content-based, so the same database gives the same id wherever it is installed. The
     version is read from data.adj's header as nltk's ``get_version`` does.
     """
-    # plain files: those found without nltk, or our WNDB reader's directory
-    files = wordnet_files_dir(directory) if wn is None else getattr(wn, "directory", None)
-    if isinstance(files, Path):
-        key = str(files)
-        if key not in _version_cache:
-            _version_cache[key] = _content_id(lambda name: (files / name).open("rb"))
-        return _version_cache[key]
+    location = (wordnet_files_dir(directory) or wordnet_root(directory)) if wn is None else reader_files(wn)
+    key = str(location)
+    if key not in _version_cache:
+        _version_cache[key] = _content_id(file_opener(location))
+    return _version_cache[key]
     root = wn.root if wn is not None else wordnet_root(directory)
     key = str(root)
     if key not in _version_cache:
