@@ -3,6 +3,7 @@ it needs no resources, so these tests isolate the orchestration)."""
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -37,6 +38,30 @@ def test_partitions_cover_items_in_order_and_balance_workers(n, workers, size):
     assert max(map(len, parts)) <= size and max(map(len, parts)) - min(map(len, parts)) <= 1
     assert len(parts) % workers == 0 or len(parts) == n  # equal share per worker unless items are too few
     assert len(parts) >= min(n, workers)
+
+
+@pytest.mark.parametrize(("n", "workers", "size"), [(3950, 2, 2000), (9842, 3, 2000), (801, 2, 2000),
+                                                     (7, 2, 2000), (2, 2, 2000), (40, 2, 12)])
+def test_weighted_partitions_balance_cost_not_count(n, workers, size):
+    rng = random.Random(n)
+    weights = [rng.choice([20, 40, 60, 300]) + 23 for _ in range(n)]
+    parts = _partitions(list(range(n)), workers, size, weights)
+    assert [i for p in parts for i in p] == list(range(n)) and all(parts)
+    assert len(parts) % workers == 0 or len(parts) == n
+    assert max(map(len, parts)) <= size
+    if len(parts) < n:
+        # every partition within one item of the ideal share
+        share = sum(weights) / len(parts)
+        assert all(abs(sum(weights[i] for i in p) - share) <= max(weights) for p in parts)
+
+
+def test_weighted_partitions_put_long_sentences_apart():
+    weights = [1000, 1000, 1, 1, 1, 1, 1, 1]  # two long sentences first, then short ones
+    assert _partitions(list(range(8)), 2, 2000) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # counts: 2003 vs 4
+    assert _partitions(list(range(8)), 2, 2000, weights) == [[0], [1, 2, 3, 4, 5, 6, 7]]  # 1000 vs 1006
+    assert _partitions(list(range(4)), 2, 2000, [0, 0, 0, 0]) == [[0, 1], [2, 3]]  # no cost known: counts
+    with pytest.raises(ValueError, match="3 weights for 4 items"):
+        _partitions(list(range(4)), 2, 2000, [1, 2, 3])
 
 
 def test_build_snli_slice_then_noop_rerun(tmp_path):
