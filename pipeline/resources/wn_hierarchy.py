@@ -5,7 +5,7 @@ maximum depth of each (`pipeline.features.wupalmer`). Building that per synset o
 build worker ≈ 0.6 s per 1,000 SNLI pairs (data lines parsed, hypernyms walked), and every
 worker paid it again for the same vocabulary: the ``wup`` stage scaled 1.2× from 1 to 2
 workers. This table holds the answer for all 117,659 synsets of WordNet 3.0 in flat arrays
-(≈ 12 MB). It is built from the four ``data.*`` files (≈ 2 s), written once per machine and
+(7.7 MB on disk). It is built from the four ``data.*`` files (≈ 1.1 s), written once per machine and
 database under ``$PRIOR_HOME/cache/wordnet/<content id>/`` (``.npy`` files, no pickle) and
 memory-mapped by every process that needs it, so a worker's first matrix costs lookups only.
 

@@ -428,8 +428,3 @@ def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | N
     if key not in _version_cache:
         _version_cache[key] = _content_id(file_opener(location))
     return _version_cache[key]
-    root = wn.root if wn is not None else wordnet_root(directory)
-    key = str(root)
-    if key not in _version_cache:
-        _version_cache[key] = _content_id(lambda name: root.join(name).open())
-    return _version_cache[key]
