@@ -22,17 +22,20 @@ from collections.abc import Callable, Hashable
 
 import polars as pl
 
+from featurestore.errors import DataError
+
 ENV_LIMIT = "PRIOR_SEGMENT_CACHE_MB"
 DEFAULT_LIMIT_MB = 1024
 
 
 def limit_bytes() -> int:
-    """The bound from the environment (read on each call, so tests and users can change it)."""
+    """The bound from the environment (read on each call, so tests and users can change it);
+    `DataError` (a ValueError) when it is not a number."""
     raw = os.environ.get(ENV_LIMIT, "")
     try:
         mb = float(raw) if raw else DEFAULT_LIMIT_MB
     except ValueError:
-        raise ValueError(f"{ENV_LIMIT}={raw!r} is not a number of megabytes") from None
+        raise DataError(f"{ENV_LIMIT}={raw!r} is not a number of megabytes") from None
     return max(0, int(mb * 1024 * 1024))
 
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 from featurestore import keys as K
 from featurestore import make_entry, open_store
 from featurestore.errors import NotFoundError, PriorError
-from featurestore.segment_cache import PARSE_SEGMENTS
+from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
 from pipeline import worker
 from pipeline.parsers.base import Parse
@@ -393,6 +393,7 @@ def build(options: BuildOptions) -> BuildReport:
     from pipeline.features.registry import features_for
 
     t_start = time.perf_counter()
+    limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
     store = open_store(options.store)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     features = features_for(options.features, options)  # unknown names fail before any work

@@ -155,6 +155,13 @@ def test_build_local_dask_cluster_equals_in_process(tmp_path):
     assert _frame_rows(tmp_path / "dask") == _frame_rows(tmp_path / "inproc")
 
 
+def test_malformed_segment_cache_bound_fails_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "lots")
+    with pytest.raises(PriorError, match="PRIOR_SEGMENT_CACHE_MB='lots' is not a number of megabytes"):
+        build(_opts(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()
+
+
 def test_local_workers_keep_glibc_malloc_defaults_and_skip_pandas(tmp_path, monkeypatch):
     """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ in its workers: spaCy then parses 20 % slower.
     The build's workers write the store without pyarrow importing pandas (0.17 s each)."""
