@@ -271,8 +271,10 @@ def _cuts(n: int, parts: int, weights: Sequence[float] | None) -> list[int]:
     each ``k / parts`` of the total."""
     if weights is None:
         return [n * i // parts for i in range(parts + 1)]
-    if len(weights) != n or any(w < 0 for w in weights):
-        raise ValueError(f"{len(weights)} weights for {n} items, or a negative weight")
+    if len(weights) != n:
+        raise ValueError(f"{len(weights)} weights for {n} items")
+    if any(w < 0 for w in weights):
+        raise ValueError(f"negative weight {min(weights)}")
     total = float(sum(weights))
     if total <= 0:
         return _cuts(n, parts, None)
