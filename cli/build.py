@@ -37,6 +37,8 @@ def build_cmd(
     text_b: Annotated[str, typer.Option(help="For a file: column of the second sentence.")] = "sentence2",
     label: Annotated[str | None, typer.Option(help="For a file: label column ('' for none).")] = "label",
     label_kind: Annotated[str, typer.Option(help="For a file: 'class' or 'score'.")] = "class",
+    name: Annotated[str | None, typer.Option(help="The dataset's name in the store (default: a named dataset's own name, a file's stem).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="A split the store read from another source or with other columns: replace its rows with this build's (default: refuse).")] = False,
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
     from pipeline.build import DEFAULT_PARSER, BuildOptions, build
@@ -50,7 +52,7 @@ def build_cmd(
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
                            feature_options=parse_feature_options(option or []),
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
-                                    "label_kind": label_kind})
+                                    "label_kind": label_kind}, name=name, replace=replace)
     report = build(options)
     print_report(report)
 

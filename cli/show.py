@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.console import console, friendly_errors
+from cli.entry_flags import EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
 
 @friendly_errors
@@ -15,15 +16,20 @@ def show_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored (see `prior store info`).")],
     pair: Annotated[str, typer.Option(help="Row number in its split, or the pair key (a unique prefix of ≥ 6 characters).")],
     feature: Annotated[str, typer.Option(help="wup, dep (DAFA's M_F; ablations: dep-no-trigram, dep-no-subgraph, dep-no-tfidf and their combinations such as dep-no-trigram-no-tfidf) or sdoi.")] = "dep",
-    split: Annotated[str | None, typer.Option(help="Split of the row (needed for a row number when the dataset has several).")] = None,
+    split: Annotated[str | None, typer.Option(help="Split of the row (default: the only split, else the first of train, dev, …, test).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also draw the heatmap to this image file (e.g. out.png).")] = None,
+    feature_param: FeatureParamOpt = None,
+    option: FeatureOptionOpt = None,
+    entry: EntryOpt = None,
 ) -> None:
     """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
     from featurestore import open_store
     from featurestore.pairview import format_pair, pair_view, plot_pair
 
-    view = pair_view(open_store(store, create=False), dataset, pair, feature, split=split)
+    params = read_params(feature_param, option, feature_names(feature))
+    view = pair_view(open_store(store, create=False), dataset, pair, feature, split=split, params=params,
+                     entry=entry)
     console.print(format_pair(view), markup=False, end="")
     if plot is not None:
         console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)

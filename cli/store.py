@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from cli.console import console, err_console, friendly_errors, human_bytes
+from cli.entry_flags import EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
 app = typer.Typer(help="Inspect, check and clean a feature store.", no_args_is_help=True)
 StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
@@ -30,17 +31,27 @@ def info_cmd(store: StoreOpt = None,
                   + ", ".join(f"{n} {k} segments" for k, n in sorted(info.segments.items())))
     t = Table("dataset", "split", "rows", box=None)
     for d in info.datasets:
-        t.add_row(d["dataset"], d["split"], str(d["rows_written"]))
+        t.add_row(d["dataset"], d["split"], str(d["rows"]))
     console.print(t)
     for p in info.parses:
         console.print(f"parse {p['parse'][:12]}: {p['sentences']} sentences, {p['fingerprint']}")
-    t = Table("feature", "entry", "scope", "items", "segments", "size", "params", box=None)
+    parses = {e["parse"] for e in info.entries}
+    t = Table("feature", "entry", "options (non-default)", *(["parse"] if len(parses) > 1 else []),
+              "scope", "items", "segments", "size", box=None)
     for e in info.entries:
-        t.add_row(e["feature"], e["entry"][:12], e["scope"], str(e["items"]), str(e["segments"]),
-                  human_bytes(e["bytes"]), json.dumps(e["params"], sort_keys=True)[:80])
+        options = " ".join(f"{k}={_value(v)}" for k, v in sorted(e["options"].items())) or "default"
+        t.add_row(e["feature"], e["entry"][:12], options, *([str(e["parse"])[:12]] if len(parses) > 1 else []),
+                  e["scope"], str(e["items"]), str(e["segments"]), human_bytes(e["bytes"]))
     console.print(t)
+    if info.entries:
+        console.print("(reads use an entry's default unless -o FEATURE.K=V, --feature-param or --entry "
+                      "pick another; `prior store info --json` lists every parameter)")
     for r in info.resources:
         console.print(f"resource {r['kind']} {r['key'][:12]}: {r['rows']} rows {r['meta']}")
+
+
+def _value(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 @app.command("verify")
@@ -81,18 +92,32 @@ def gc_cmd(store: StoreOpt = None,
 
 @app.command("frame")
 @friendly_errors
-def frame_cmd(feature: Annotated[str, typer.Option(help="Feature or view name (sdoi, wup, dep, emb).")],
+def frame_cmd(feature: Annotated[str, typer.Option(help="Feature or view name (sdoi, wup, dep, emb, dep-no-tfidf, …).")],
               dataset: Annotated[str, typer.Option(help="Dataset name as stored.")],
-              split: Annotated[str, typer.Option(help="Split.")] = "test",
+              split: Annotated[str | None, typer.Option(help="Split (default: the only split, else the first of train, dev, …, test).")] = None,
               store: StoreOpt = None,
-              rows: Annotated[int, typer.Option(min=1, help="How many pairs to show.")] = 3) -> None:
+              rows: Annotated[int, typer.Option(min=1, help="How many pairs to show.")] = 3,
+              feature_param: FeatureParamOpt = None,
+              option: FeatureOptionOpt = None,
+              entry: EntryOpt = None) -> None:
     """Preview `store.frame(feature, dataset, split)`: the Polars frame and a few matrices."""
     import numpy as np
     import polars as pl
 
     from featurestore import open_store
+    from featurestore.pairview import split_order
+    from featurestore.selection import entries_line
 
-    df = open_store(store, create=False).frame(feature, dataset=dataset, split=split)
+    opened = open_store(store, create=False)
+    if split is None:
+        present = split_order([s for d, s in opened.datasets() if d == dataset])
+        split = present[0] if present else "test"
+        if len(present) > 1:
+            console.print(f"split {split} (of {', '.join(present)}; --split picks another)")
+    params = read_params(feature_param, option, feature_names(feature))
+    entries = opened.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+    df = opened.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
+    console.print(f"{dataset}/{split} {feature} from {entries_line(entries)}", markup=False)
     matrix_cols = [c for c, t in df.schema.items() if isinstance(t, pl.List) and isinstance(t.inner, pl.List)]
     with pl.Config(tbl_rows=rows, fmt_str_lengths=40, tbl_width_chars=120):
         console.print(df.select(["row", "label", "text_a", "text_b", *matrix_cols]).head(rows))

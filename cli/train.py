@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from featurestore.errors import PriorError
 
 
@@ -31,7 +32,7 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
 
 def train(
     model: Annotated[str, typer.Argument(help="Model and size: bert|bert-sim|sgnet|dafa|gibert|cda + -base|-large|-mini, e.g. dafa-large.")],
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name in the store.")] = "snli",
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name in the store (one with a train split).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     output: Annotated[Path | None, typer.Option(help="Output directory (default runs/<model>-<dataset>-s<seed>).")] = None,
     backbone: Annotated[str | None, typer.Option(help="Any BERT-architecture checkpoint: hub id or directory (overrides the size).")] = None,
@@ -49,56 +50,69 @@ def train(
     sample_seed: Annotated[int, typer.Option(help="Seed of --sample (independent of --seed).")] = 0,
     dev_split: Annotated[str | None, typer.Option(help="Dev split (default: dev, trial, dev_matched or validation when present, else 10% held out of train).")] = None,
     eval_split: Annotated[list[str] | None, typer.Option(help="Split(s) to score with the best model at the end.")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true).")] = None,
-    feature_param: Annotated[list[str] | None, typer.Option("--feature-param", help="Select the store entry whose parameters include key=value (e.g. preset=uerbert-code for wup).")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true), or FEATURE.K=V to pick the store entry (e.g. -o wup.preset=uerbert-code).")] = None,
+    feature_param: FeatureParamOpt = None,
+    entry: EntryOpt = None,
     dep_view: Annotated[str, typer.Option(help="DAFA only: dep (M_F) or an ablation view, e.g. dep-no-tfidf, dep-no-subgraph, dep-no-trigram (see `prior show --help`).")] = "dep",
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Fine-tune a knowledge-enhanced BERT from features in the store."""
-    from trainers.loop import TrainConfig
+    from featurestore import open_store
+    from trainers.loop import TrainConfig, check_train_split
     from trainers.loop import train as run_train
-    from trainers.registry import default_settings, parse_model_name
+    from trainers.registry import MODEL_FEATURES, parse_model_name
 
     try:
         name, _ = parse_model_name(model)
-        settings = default_settings(name, dataset)
+        if dataset is None:
+            check_train_split(open_store(store, create=False), None)
         overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "batch_size": batch_size,
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,
                                        "patience": patience}.items() if v is not None}
-        settings = replace(settings, **overrides)
-        cfg = TrainConfig(model=model, dataset=dataset, store=store,
-                          output=output or Path("runs") / f"{model}-{dataset}-s{seed}",
-                          backbone=backbone, settings=settings, seed=seed, limit=limit,
+        feature = MODEL_FEATURES[name]
+        dotted, plain = split_dotted(option or [], feature_names(feature))
+        params = read_params(feature_param, None, []) or {}
+        if twice := sorted(set(params) & set(dotted)):
+            raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
+        out = output or Path("runs") / f"{model}-{dataset}-s{seed}"
+        cfg = TrainConfig(model=model, dataset=dataset, store=store, output=out,
+                          backbone=backbone, overrides=overrides, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
-                          eval_splits=tuple(eval_split or ()), model_options=_options(option),
-                          feature_params=_options(feature_param) or None, dep_view=dep_view,
-                          resume=resume, threads=threads, progress=progress)
+                          eval_splits=tuple(eval_split or ()), model_options=_options(plain),
+                          feature_params={**params, **dotted} or None, feature_entry=entry,
+                          dep_view=dep_view, resume=resume, threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(json.dumps(summary))
+    typer.echo(f"results in {out} (metrics.jsonl, summary.json; best checkpoint {out / 'best'}); score it with\n"
+               f"  prior eval {out} --dataset {dataset} --split test", err=True)
 
 
 def eval_(
-    checkpoint: Annotated[Path, typer.Argument(help="A checkpoint folder (the `best/` of a `prior train` output).")],
-    dataset: Annotated[str, typer.Option("--dataset", "-d")] = "snli",
+    checkpoint: Annotated[Path, typer.Argument(help="A `prior train` output folder (its best/ is used) or a checkpoint folder.")],
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Default: the dataset the model was trained on.")] = None,
     split: Annotated[str, typer.Option()] = "test",
     store: Annotated[str | None, typer.Option(help="Default: the store the model was trained from.")] = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
 ) -> None:
-    """Score a checkpoint on one split; the last line lists `name=value` metrics."""
-    from trainers.loop import evaluate_checkpoint
+    """Score a checkpoint on one split, reading the feature entries it was trained on; the
+    last line lists `name=value` metrics."""
+    from trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
-        result = evaluate_checkpoint(checkpoint, dataset, split, store=store, limit=limit,
+        folder = checkpoint_dir(checkpoint)
+        if dataset is None and (folder / "prior.json").is_file():
+            dataset = json.loads((folder / "prior.json").read_text())["dataset"]
+        result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
                                      batch_size=batch_size)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"{checkpoint} on {dataset}/{split}")
+    typer.echo(f"{folder} on {dataset}/{split}")
     typer.echo(" ".join(f"{k}={v:.4f}" for k, v in result.items()))

@@ -5,7 +5,11 @@ Columns: ``row, pair_key, label, text_a, text_b`` (plus ``id``), for both senten
 the feature. A pair component becomes a column named after the entry (``wup``) or
 ``<entry>_<component>`` (``dep_trigram``); a sentence component becomes ``<name>_a`` and
 ``<name>_b`` (``sdoi_a``). Matrices are lists of rows; ``series[i].to_numpy()`` or
-``np.array(series[i].to_list())`` gives the matrix back. Pairs whose feature was not built are null.
+``np.array(series[i].to_list())`` gives the matrix back.
+
+The entries read are chosen by `featurestore.selection` (the default entry unless ``params``
+or ``entry`` say otherwise) and must hold every pair of the split, so a frame has no null
+feature values. :func:`view_entries` tells which entries a frame reads.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from featurestore.tensors import nested_column
 from featurestore.views import VIEWS, View
 
 if TYPE_CHECKING:
-    from featurestore.store import Store
+    from featurestore.store import EntryInfo, Store
 
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
@@ -29,18 +34,37 @@ def column_name(entry_name: str, component: str) -> str:
     return entry_name if component == entry_name else f"{entry_name}_{component}"
 
 
-def build_frame(store: Store, feature: str, *, dataset: str, split: str,
-                params: Mapping[str, Any] | None = None, parse: str | None = None) -> pl.DataFrame:
+def view_entries(store: Store, feature: str, *, dataset: str, split: str,
+                 params: Mapping[str, Any] | None = None, entry: str | None = None,
+                 parse: str | None = None) -> list[EntryInfo]:
+    """The entries a read of ``feature`` (an entry name or a view) uses for ``dataset``/``split``,
+    chosen by the contract of `featurestore.selection`: ``params`` go to each of the view's
+    entries that knows them, ``entry`` (a key prefix) picks the first entry directly; the later
+    entries of a view follow the first (same parse, and what the view's ``select`` says)."""
     view = VIEWS.get(feature) or View(entries=(feature,))
-    entries = []
+    if entry and params:
+        raise EntrySelectionError("give either an entry key prefix or parameters, not both")
+    coverage = Coverage(store)
+    wanted = [None] * len(view.entries) if entry else split_params(view.entries, params, store.entries)
+    chosen: list[EntryInfo] = []
     for i, name in enumerate(view.entries):
         if i == 0:
-            wanted = params
-        else:  # later entries: the view says which (e.g. the tf-idf of this dataset)
-            wanted = view.select(name, entries[0], dataset) if view.select is not None else None
-        entry = store.find_entry(name, params=wanted, parse=parse)
-        parse = parse or entry.parse
-        entries.append(entry)
+            request = Request(params=wanted[0], entry=entry, parse=parse)
+        else:
+            extra = view.select(name, chosen[0], dataset) if view.select is not None else {}
+            request = Request(params={**(wanted[i] or {}), **extra}, parse=chosen[0].parse)
+        chosen.append(select_entry(store, name, dataset=dataset, split=split, request=request,
+                                   built_by=view.built_by, coverage=coverage))
+    return chosen
+
+
+def build_frame(store: Store, feature: str, *, dataset: str, split: str,
+                params: Mapping[str, Any] | None = None, entry: str | None = None,
+                parse: str | None = None) -> pl.DataFrame:
+    view = VIEWS.get(feature) or View(entries=(feature,))
+    entries = view_entries(store, feature, dataset=dataset, split=split, params=params, entry=entry,
+                           parse=parse)
+    parse = entries[0].parse
 
     df = store.pairs(dataset, split)
     keys = set(df["key_a"].to_list()) | set(df["key_b"].to_list())
@@ -51,17 +75,17 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
     df = df.sort("row")
 
     columns = {}
-    for entry in entries:
-        data = store.load_feature(entry)
-        if entry.scope == "pair":
+    for info in entries:
+        data = store.load_feature(info)
+        if info.scope == "pair":
             lookups = {"": data.positions(df["pair_key"].to_list())}
         else:
             lookups = {f"_{s}": data.positions(df[f"key_{s}"].to_list()) for s in ("a", "b")}
-        for comp in entry.components:
+        for comp in info.components:
             for suffix, idx in lookups.items():
                 arr = nested_column(data.flat[comp], data.offsets[comp], data.rows[comp], data.cols[comp],
                                     np.asarray(idx))
-                columns[column_name(entry.name, comp) + suffix] = pl.from_arrow(arr)
+                columns[column_name(info.name, comp) + suffix] = pl.from_arrow(arr)
     df = df.with_columns(**{name: series for name, series in columns.items()})
     if view.derive is not None:
         df = view.derive(df, dict(view.options))

@@ -24,21 +24,27 @@ class StoreInfo:
 def store_info(store: Store) -> StoreInfo:
     segs = store.segments(refresh=True)
     rows: Counter[tuple[str, str]] = Counter()
-    for s in segs:
+    current: dict[tuple[str, str], str] = {}
+    for s in segs:  # oldest first: the last source of a split is the one it reads
         if s.kind == "pairs":
+            current[(s.target["dataset"], s.target["split"])] = s.target["source_sha256"]
+    for s in segs:
+        if s.kind == "pairs" and current[(s.target["dataset"], s.target["split"])] == s.target["source_sha256"]:
             rows[(s.target["dataset"], s.target["split"])] += s.rows
     per_parse: Counter[str] = Counter(s.target["parse"] for s in segs if s.kind == "parses" for _ in range(s.rows))
     entries = []
     for e in store.entries():
         parts = [s for s in segs if s.kind == "feature" and s.target["entry"] == e.key]
         entries.append({"entry": e.key, "feature": e.spec, "scope": e.scope, "components": list(e.components),
+                        "default": e.is_default, "options": e.options or {}, "built_by": e.built_by,
+                        "build_args": list(e.build_args),
                         "params": e.params, "parse": e.parse, "items": sum(p.rows for p in parts),
                         "segments": len(parts), "bytes": sum(f["size"] for p in parts for f in p.files.values())})
     return StoreInfo(
         location=store.location,
         segments=dict(Counter(s.kind for s in segs)),
         bytes=sum(f["size"] for s in segs for f in s.files.values()),
-        datasets=[{"dataset": d, "split": sp, "rows_written": n} for (d, sp), n in sorted(rows.items())],
+        datasets=[{"dataset": d, "split": sp, "rows": n} for (d, sp), n in sorted(rows.items())],
         parses=[{"parse": p, "fingerprint": fp, "sentences": per_parse[p]} for p, fp in store.parse_ids().items()],
         entries=entries,
         resources=[{"key": s.target["key"], "kind": s.target["kind"], "meta": s.target["meta"], "rows": s.rows}

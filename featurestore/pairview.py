@@ -21,11 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from featurestore.errors import NotFoundError, PriorError
-from featurestore.store import cli_feature
+from featurestore.selection import entries_line
 from featurestore.views import VIEWS
 
 if TYPE_CHECKING:
-    from featurestore.store import Store
+    from featurestore.store import EntryInfo, Store
+
+#: splits in the order a dataset lists them; any other split comes after these, by name
+SPLIT_ORDER = ("train", "dev", "trial", "validation", "dev_matched", "dev_mismatched", "test",
+               "test_matched", "test_mismatched")
 
 
 @dataclass
@@ -48,32 +52,49 @@ class PairView:
     text_a: str
     text_b: str
     label: Any
+    entries: list[EntryInfo] = field(default_factory=list)  # the store entries the matrices come from
+    note: str = ""  # how the split was chosen, when it was not given
     panels: list[Panel] = field(default_factory=list)
 
+    @property
+    def entry_line(self) -> str:
+        """The entries shown, each as spec, key prefix and its non-default options."""
+        return entries_line(self.entries)
 
-def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tuple[str, Any]:
-    """(split, the pair's row of ``store.pair_rows``) for a row number or a (prefix of a) key."""
-    present = [s for d, s in store.datasets() if d == dataset]
+
+def split_order(splits: Sequence[str]) -> list[str]:
+    """Splits in a dataset's usual order (train, dev, …, test), others after them by name."""
+    rank = {name: i for i, name in enumerate(SPLIT_ORDER)}
+    return sorted(splits, key=lambda s: (rank.get(s, len(rank)), s))
+
+
+def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tuple[str, Any, str]:
+    """(split, the pair's row of ``store.pair_rows``, a note on how the split was chosen) for a
+    row number or a (prefix of a) key. A row number without a split is looked up in the only
+    split, or in the first split in the dataset's order (the note says which)."""
+    present = split_order([s for d, s in store.datasets() if d == dataset])
     if not present:
         known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
         raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
     if split is not None and split not in present:
         raise NotFoundError(f"{dataset} has no split {split!r} in {store.location} "
                             f"(present: {', '.join(present)})")
-    splits = [split] if split else present
+    note = ""
     if pair.isdigit():
-        if len(splits) > 1:
-            raise PriorError(f"row {pair} is ambiguous: {dataset} has splits {', '.join(splits)}; "
-                             "pass --split or give the pair key")
-        rows = store.pair_rows(dataset, splits[0])
+        if split is None:
+            split = present[0]
+            if len(present) > 1:
+                note = f"split {split} (of {', '.join(present)}; --split picks another)"
+        rows = store.pair_rows(dataset, split)
         hit = rows.filter(rows["row"] == int(pair))
         if hit.height == 0:
-            raise NotFoundError(f"{dataset}/{splits[0]} has no row {pair} "
+            raise NotFoundError(f"{dataset}/{split} has no row {pair} "
                                 f"(rows {rows['row'].min()}–{rows['row'].max()})")
-        return splits[0], hit.row(0, named=True)
+        return split, hit.row(0, named=True), note
     if len(pair) < 6:
         raise PriorError(f"pair key {pair!r} is too short: give a row number or at least 6 "
                          "characters of the key")
+    splits = [split] if split else present
     found = []
     for s in splits:
         rows = store.pair_rows(dataset, s)
@@ -84,7 +105,7 @@ def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tupl
         raise NotFoundError(f"no pair of {dataset} ({', '.join(splits)}) has a key starting {pair!r}")
     if len(keys) > 1:
         raise PriorError(f"pair key prefix {pair!r} matches {len(keys)} pairs; give more characters")
-    return found[0]
+    return found[0][0], found[0][1], note
 
 
 def _matrix(value: Any, rows: int, cols: int) -> np.ndarray:
@@ -92,30 +113,26 @@ def _matrix(value: Any, rows: int, cols: int) -> np.ndarray:
 
 
 def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str | None = None,
-              params: Mapping[str, Any] | None = None) -> PairView:
-    """The words and matrices of one pair (module docstring)."""
-    split, row = _find_pair(store, dataset, pair, split)
-    df = store.frame(feature, dataset=dataset, split=split, params=params)
+              params: Mapping[str, Any] | None = None, entry: str | None = None) -> PairView:
+    """The words and matrices of one pair (module docstring), from the entry that ``params`` or
+    ``entry`` pick (default: the feature's default entry; `featurestore.selection`)."""
+    split, row, note = _find_pair(store, dataset, pair, split)
+    entries = store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+    df = store.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
     df = df.filter(df["row"] == row["row"])
     rec = df.row(0, named=True)
     words_a, words_b = list(rec["words_a"] or []), list(rec["words_b"] or [])
     registered = VIEWS.get(feature)
     column = registered.column if registered is not None and registered.column else feature
     view = PairView(dataset=dataset, split=split, row=int(rec["row"]), pair_key=rec["pair_key"],
-                    feature=feature, text_a=rec["text_a"], text_b=rec["text_b"], label=rec["label"])
+                    feature=feature, text_a=rec["text_a"], text_b=rec["text_b"], label=rec["label"],
+                    entries=entries, note=note)
     if column in rec:
-        if rec[column] is None:
-            raise NotFoundError(f"pair {rec['pair_key']} has no {feature!r} value: run "
-                                f"`prior build --dataset {dataset} --features {column}`")
         view.panels.append(Panel(f"{feature}: A × B", words_a, words_b,
                                  _matrix(rec[column], len(words_a), len(words_b))))
     elif f"{feature}_a" in rec and f"{feature}_b" in rec:
         for side, words in (("a", words_a), ("b", words_b)):
-            value = rec[f"{feature}_{side}"]
-            if value is None:
-                raise NotFoundError(f"sentence {side.upper()} of pair {rec['pair_key']} has no "
-                                    f"{feature!r} value: run `prior build --features {cli_feature(feature)}`")
-            arr = np.asarray(value, dtype=np.float64)
+            arr = np.asarray(rec[f"{feature}_{side}"], dtype=np.float64)
             if arr.ndim == 1:
                 view.panels.append(Panel(f"{feature}: {side.upper()}", [feature], words,
                                          arr.reshape(1, -1)))
@@ -146,8 +163,10 @@ def format_matrix(panel: Panel, *, width: int = 7) -> str:
 
 
 def format_pair(view: PairView) -> str:
-    out = [f"{view.dataset}/{view.split} row {view.row} (pair {view.pair_key}), label {view.label}",
-           f"A: {view.text_a}", f"B: {view.text_b}", ""]
+    out = [f"{view.dataset}/{view.split} row {view.row} (pair {view.pair_key}), label {view.label}"]
+    if view.note:
+        out.append(view.note)
+    out += [f"from {view.entry_line}", f"A: {view.text_a}", f"B: {view.text_b}", ""]
     for panel in view.panels:
         out += [format_matrix(panel), ""]
     return "\n".join(out).rstrip() + "\n"
@@ -179,7 +198,7 @@ def plot_pair(view: PairView, path: str | os.PathLike[str], *, dpi: int = 120) -
                     ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=6,
                             color="white" if top and v > 0.6 * top else "black")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(f"{view.dataset}/{view.split} row {view.row}: {view.feature}", fontsize=10)
+    fig.suptitle(f"{view.dataset}/{view.split} row {view.row}: {view.feature}\n{view.entry_line}", fontsize=9)
     fig.tight_layout()
     out = Path(path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)

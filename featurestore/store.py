@@ -40,18 +40,19 @@ FORMAT = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
 
-# Entries that `prior build` makes as part of another feature set (``dep`` builds ``tfidf``).
-BUILT_WITH = {"tfidf": "dep"}
-
-
-def cli_feature(entry_name: str) -> str:
-    """The `prior build --features` name that builds an entry."""
-    return BUILT_WITH.get(entry_name, entry_name)
-
-
 @dataclass(frozen=True)
 class EntryInfo:
-    """A feature entry: what was computed, with which parameters, from which parse."""
+    """A feature entry: what was computed, with which parameters, from which parse.
+
+    ``options`` are the build options (``prior build -o FEATURE.NAME=VALUE``) whose values
+    differ from the feature's defaults: ``{}`` marks the entry a build without ``-o`` makes,
+    the one reads pick when no parameters are given (`featurestore.selection`). ``built_by``
+    is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
+    ``build_args`` are that build's command-line arguments for this entry (``--features dep
+    -o dep.nu=0.25``, ``--embeddings FILE``), replayed in the build command an error prints.
+    None of these is part of the key: the key is ``name@version`` + params + parse. Entries
+    written before they were recorded have ``options`` None (treated as default).
+    """
 
     key: str
     name: str
@@ -60,27 +61,48 @@ class EntryInfo:
     parse: str | None
     scope: str  # "sentence" | "pair"
     components: tuple[str, ...]
+    options: dict[str, Any] | None = None
+    built_by: str | None = None
+    build_args: tuple[str, ...] = ()
 
     @property
     def spec(self) -> str:
         return f"{self.name}@{self.version}"
 
+    @property
+    def is_default(self) -> bool:
+        """Made by a build without options for its feature (entries without a record count as default)."""
+        return not self.options
+
     def target(self) -> dict[str, Any]:
-        return {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
-                "parse": self.parse, "scope": self.scope, "components": list(self.components)}
+        out = {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
+               "parse": self.parse, "scope": self.scope, "components": list(self.components)}
+        if self.options is not None:
+            out["options"] = dict(self.options)
+        if self.built_by is not None:
+            out["built_by"] = self.built_by
+        if self.build_args:
+            out["build_args"] = list(self.build_args)
+        return out
 
     @classmethod
     def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
+        options = t.get("options")
         return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
-                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]))
+                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
+                   options=None if options is None else dict(options), built_by=t.get("built_by"),
+                   build_args=tuple(t.get("build_args", ())))
 
 
 def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
-               components: Sequence[str]) -> EntryInfo:
+               components: Sequence[str], *, options: Mapping[str, Any] | None = None,
+               built_by: str | None = None, build_args: Sequence[str] = ()) -> EntryInfo:
     if scope not in ("sentence", "pair"):
         raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
     return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
-                     params=dict(params), parse=parse, scope=scope, components=tuple(components))
+                     params=dict(params), parse=parse, scope=scope, components=tuple(components),
+                     options=None if options is None else dict(options), built_by=built_by,
+                     build_args=tuple(build_args))
 
 
 @dataclass
@@ -255,7 +277,9 @@ class Store:
         return keys
 
     def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
-                     records: Sequence[Mapping[str, Sequence[Any]]]) -> Segment | None:
+                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None) -> Segment | None:
+        """One segment of parse records; ``spec`` is the parser's ``--parser`` value (recorded
+        for build hints, not part of the parse id)."""
         if not keys:
             return None
         if len(keys) != len(records):
@@ -266,7 +290,8 @@ class Store:
             columns[col] = pa.array([list(r[col]) for r in records], typ)
         sid = new_segment_id()
         _write_parquet(self.fs, f"{SEGMENTS}/{sid}/parses.parquet", pa.table(columns))
-        return self._commit(sid, "parses", {"parse": parse, "fingerprint": dict(fingerprint)}, len(keys))
+        target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
+        return self._commit(sid, "parses", target, len(keys))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
@@ -343,17 +368,23 @@ class Store:
         return list(seen.values())
 
     def find_entry(self, name: str, *, params: Mapping[str, Any] | None = None, parse: str | None = None,
-                   version: int | None = None) -> EntryInfo:
-        """The most recent entry of ``name`` matching the given params (a subset), parse and version."""
-        found = [e for e in self.entries(name)
-                 if (version is None or e.version == version) and (parse is None or e.parse == parse)
-                 and all(e.params.get(k) == v for k, v in (params or {}).items())]
-        if not found:
-            have = ", ".join(f"{e.spec} {e.params}" for e in self.entries(name)) or "none"
-            raise NotFoundError(f"{self.location} has no {name!r} entry matching params={dict(params or {})} "
-                                f"parse={parse} version={version} (present: {have}); "
-                                f"run `prior build --features {cli_feature(name)} --store {self.location}`")
-        return found[-1]
+                   version: int | None = None, entry: str | None = None, dataset: str | None = None,
+                   split: str | None = None) -> EntryInfo:
+        """The entry of feature ``name`` a read with these arguments uses (`featurestore.selection`):
+        the default entry unless ``params`` or ``entry`` (a key prefix) say otherwise; with
+        ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates."""
+        from featurestore.selection import Request, select_entry
+
+        return select_entry(self, name, dataset=dataset, split=split, version=version,
+                            request=Request(params=params, entry=entry, parse=parse))
+
+    def select(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
+               entry: str | None = None, parse: str | None = None) -> list[EntryInfo]:
+        """The entries ``frame(feature, …)`` with the same arguments reads (a view reads several)."""
+        from featurestore.frame import view_entries
+
+        return view_entries(self, feature, dataset=dataset, split=split, params=params, entry=entry,
+                            parse=parse)
 
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:
         key = entry if isinstance(entry, str) else entry.key
@@ -433,11 +464,16 @@ class Store:
 
     # ---------------------------------------------------------------- views
     def frame(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
-              parse: str | None = None) -> pl.DataFrame:
-        """One row per pair: texts, label, both parses and the feature's matrices (nested lists)."""
+              entry: str | None = None, parse: str | None = None) -> pl.DataFrame:
+        """One row per pair: texts, label, both parses and the feature's matrices (nested lists).
+
+        The entry read is the feature's default one unless ``params`` (e.g.
+        ``{"preset": "uerbert-code"}``) or ``entry`` (a key prefix) pick another; it must hold
+        every pair of the split (`featurestore.selection`; `select` tells which entries)."""
         from featurestore.frame import build_frame
 
-        return build_frame(self, feature, dataset=dataset, split=split, params=params, parse=parse)
+        return build_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry,
+                           parse=parse)
 
     def size_bytes(self) -> int:
         return sum(f["size"] for s in self.segments() for f in s.files.values())

@@ -31,6 +31,11 @@ class View:
     # The column ``derive`` adds that holds the view's matrix (the ablation views of `dep`
     # all write theirs to ``dep``); None: the column is named after the view.
     column: str | None = None
+    # The `prior build --features` name that makes the view's entries (for error hints when
+    # the store has none of them yet); None: the first entry's name.
+    built_by: str | None = None
+    # Further arguments a first build of the view's entries needs (an input file), for hints
+    build_hint: tuple[str, ...] = ()
 
 
 VIEWS: dict[str, View] = {}
@@ -126,12 +131,16 @@ def _register_dep_views() -> list[str]:
         name = dep_view_name(**switches)
         register_view(name, View(entries=("dep", "tfidf"), derive=_derive_dep,
                                  options={k: v for k, v in switches.items() if not v},
-                                 select=select_dep, column="dep"))
+                                 select=select_dep, column="dep", built_by="dep"))
         names.append(name)
     return names
 
 
 DEP_VIEWS: list[str] = _register_dep_views()
+# tf-idf weights read alone are one entry; a build of `dep` makes them
+register_view("tfidf", View(entries=("tfidf",), built_by="dep"))
+# word ids of an embedding file's vocabulary: a build needs the file
+register_view("emb", View(entries=("emb",), build_hint=("--embeddings", "EMB_FILE")))
 
 
 def dep_switches(view: str) -> dict[str, bool]:

@@ -11,6 +11,7 @@ per worker process (see ``worker.py``).
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import math
 import os
@@ -26,7 +27,7 @@ import pyarrow as pa
 
 from featurestore import keys as K
 from featurestore import make_entry, open_store
-from featurestore.errors import NotFoundError, PriorError
+from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
 from pipeline import worker
@@ -56,6 +57,8 @@ class BuildOptions:
     feature_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     columns: dict[str, Any] = field(default_factory=dict)  # for a file: text_a, text_b, label, label_kind
     progress: bool = True
+    name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
+    replace: bool = False  # a split whose source or reading options changed: replace its rows
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -63,7 +66,25 @@ class BuildOptions:
 
         if self.dataset.lower() in SPECS:
             return {}
-        return {"text_a": "sentence1", "text_b": "sentence2", "label": "label"} | self.columns
+        return {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"} | self.columns
+
+    def dataset_args(self, data_dir: Path | None) -> list[str]:
+        """The ``prior build`` arguments that read this dataset again (recorded with its pairs,
+        replayed by the build line an incomplete read prints)."""
+        from pipeline.datasets import SPECS
+
+        named = self.dataset.lower() in SPECS
+        args = ["--dataset", self.dataset if named else str(Path(self.dataset).expanduser().resolve())]
+        if self.name:
+            args += ["--name", self.name]
+        if data_dir is not None:
+            args += ["--data-dir", str(Path(data_dir).expanduser().resolve())]
+        if not named:
+            defaults = {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"}
+            for key, value in self.columns.items():
+                if value != defaults.get(key):
+                    args += [f"--{key.replace('_', '-')}", "" if value is None else str(value)]
+        return args
 
 
 @dataclass
@@ -301,9 +322,12 @@ def _feature_call(store_url: str, feature: Any, entry: EntryInfo, parse: str, pa
 
 
 # --------------------------------------------------------------------------- stages
-def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[str, list[tuple[str, str, str]]]:
-    """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys."""
+def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
+        dict[str, list[tuple[str, str, str]]], dict[str, str]]:
+    """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys and
+    the texts of every sentence key read."""
     from pipeline.datasets import read_split
+    from pipeline.datasets.resolve import data_dir_from_env
 
     stage = StageReport("read")
     t0 = time.perf_counter()
@@ -313,7 +337,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[st
     for split in splits:
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
                           **options.read_kwargs())
-        report.dataset = data.dataset
+        name = options.name or data.dataset
+        report.dataset = name
         rows, labels, ids, triples = [], [], [], []
         for pair in data.pairs:
             ka, kb = K.sentence_key(pair.text_a), K.sentence_key(pair.text_b)
@@ -323,15 +348,12 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[st
             rows.append(pair.row)
             labels.append(pair.label)
             ids.append(pair.id)
-        try:
-            existing = store.pair_rows(data.dataset, data.split)
-            have = set(existing["row"].to_list()) if _same_source(store, data.dataset, data.split,
-                                                                  data.source_sha256) else set()
-        except NotFoundError:
-            have = set()
+        reader = {"dataset": data.dataset, **options.read_kwargs()}
+        have = _stored_rows(store, name, data.split, data.source_sha256, data.location, reader, options.replace)
         new = [i for i, r in enumerate(rows) if r not in have]
         if new:
-            store.write_pairs(data.dataset, data.split, pa.table({
+            data_dir = options.data_dir or (data_dir_from_env() if data.origin == "data_dir" else None)
+            store.write_pairs(name, data.split, pa.table({
                 "row": pa.array([rows[i] for i in new], pa.int64()),
                 "pair_key": [triples[i][0] for i in new],
                 "key_a": [triples[i][1] for i in new],
@@ -340,7 +362,9 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[st
                                   pa.float64() if data.label_kind == "score" else pa.string()),
                 "id": pa.array([ids[i] for i in new], pa.string()),
             }), source_sha256=data.source_sha256,
-                meta={"location": data.location, "label_kind": data.label_kind, "labels": list(data.labels)})
+                meta={"location": data.location, "label_kind": data.label_kind, "labels": list(data.labels),
+                      "reader": reader, "limit": options.limit,
+                      "build_args": options.dataset_args(data_dir)})
         split_pairs[data.split] = triples
         report.splits.append(SplitReport(
             split=data.split, location=data.location, pairs=len(data.pairs), new_rows=len(new),
@@ -355,8 +379,37 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> dict[st
     store.write_sentences(missing, [texts[k] for k in missing])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
-    report._texts = texts  # type: ignore[attr-defined]  # handed to the parse stage
-    return split_pairs
+    return split_pairs, texts
+
+
+def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str,
+                 reader: dict[str, Any], replace: bool) -> set[int]:
+    """Rows of ``dataset/split`` the store already holds from this source, read this way.
+
+    A split read before from a file with other content, or with other reading options (columns,
+    label kind), is refused: its rows would be mixed with, or silently kept instead of, the new
+    ones. ``replace`` (``--replace``) makes the new source the split's content instead.
+    """
+    segs = [s for s in store.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
+    if not segs:
+        return set()
+    current = segs[-1]
+    old_reader = current.meta.get("reader")
+    changed = []
+    if current.target["source_sha256"] != sha:
+        changed.append(f"its source differs: the store's rows were read from "
+                       f"{current.meta.get('location', '?')} (sha256 {current.target['source_sha256'][:12]}), "
+                       f"this build reads {location} (sha256 {sha[:12]})")
+    if old_reader is not None and old_reader != reader:
+        diff = ", ".join(f"{k} {old_reader.get(k)!r} → {reader.get(k)!r}"
+                         for k in sorted(set(old_reader) | set(reader)) if old_reader.get(k) != reader.get(k))
+        changed.append(f"it was read with other options ({diff})")
+    if changed and not replace:
+        raise DataError(f"{dataset}/{split} in {store.location}: " + "; ".join(changed) + ". Build it under "
+                        f"another name (--name NAME), or replace the stored rows with --replace")
+    if changed:
+        return set()
+    return set(store.pair_rows(dataset, split)["row"].to_list())
 
 
 def default_splits(dataset: str, data_dir: Path | None = None) -> tuple[str, ...]:
@@ -377,11 +430,6 @@ def default_splits(dataset: str, data_dir: Path | None = None) -> tuple[str, ...
     return found
 
 
-def _same_source(store: Store, dataset: str, split: str, sha: str) -> bool:
-    segs = [s for s in store.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
-    return bool(segs) and segs[-1].target["source_sha256"] == sha
-
-
 def _parser_fingerprint(spec: str) -> dict[str, Any]:
     """The parser's identity, from its model files without loading the model where the backend
     allows it (keeps a no-op rebuild fast)."""
@@ -392,16 +440,14 @@ def _parser_fingerprint(spec: str) -> dict[str, Any]:
 
 def build(options: BuildOptions) -> BuildReport:
     """Run a build and return its report. Safe to rerun; safe to interrupt."""
-    from pipeline.features.registry import features_for
+    from pipeline.features.registry import plan_features
 
     t_start = time.perf_counter()
     limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
     store = open_store(options.store)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
-    features = features_for(options.features, options)  # unknown names fail before any work
-    split_pairs = _ingest(store, options, report)
-    texts: dict[str, str] = report._texts  # type: ignore[attr-defined]
-    del report._texts  # type: ignore[attr-defined]
+    planned = plan_features(options.features, options)  # unknown names fail before any work
+    split_pairs, texts = _ingest(store, options, report)
 
     fingerprint = _parser_fingerprint(options.parser)
     parse = K.parse_id(fingerprint)
@@ -455,14 +501,15 @@ def build(options: BuildOptions) -> BuildReport:
             # its last partition is done.
             jobs: list[Job] = []
             t_submit = 0.0  # read by feature_done when results arrive
-            for feature in features:
+            for feature, built_by in planned:
                 t0 = time.perf_counter()
                 prepare = getattr(feature, "prepare", None)
                 if prepare is not None:
                     prepare(ctx)
                     report.notes += getattr(feature, "report_lines", lambda _dataset: [])(report.dataset)
                 entry = make_entry(feature.name, feature.version, feature.params(), parse, feature.scope,
-                                   feature.components)
+                                   feature.components, built_by=built_by,
+                                   **_entry_record(feature, built_by, options))
                 report.entries[f"{feature.name}@{feature.version}"] = entry.key
                 have = store.existing_keys(entry)
                 if feature.scope == "sentence":
@@ -498,9 +545,15 @@ def build(options: BuildOptions) -> BuildReport:
     return report
 
 
-def entry_for(store: Store, feature: str, parse: str | None = None) -> EntryInfo:
-    """The entry a build of ``feature`` made most recently (for scripts and the CLI)."""
-    try:
-        return store.find_entry(feature, parse=parse)
-    except NotFoundError as exc:
-        raise PriorError(str(exc)) from exc
+def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:
+    """What the store records of how an entry was built: its non-default options (``{}``: the
+    default entry reads pick) and the build arguments that make it again."""
+    from pipeline.features.registry import entry_options
+
+    chosen = entry_options(feature, options.feature_options.get(built_by, {}))
+    args = ["--features", built_by]
+    for key, value in sorted(chosen.items()):
+        args += ["-o", f"{built_by}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    if feature.name == "emb" and options.embeddings is not None:
+        args += ["--embeddings", str(Path(options.embeddings).expanduser().resolve())]
+    return {"options": chosen, "build_args": args}

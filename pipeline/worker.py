@@ -58,7 +58,8 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
                 parses.append(None)
                 failures.append((key, _short(exc)))
     ok = [(k, p) for k, p in zip(keys, parses) if p is not None]
-    open_store(store_url).write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok])
+    open_store(store_url).write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
+                                       spec=parser_spec)
     return {"done": len(ok), "failures": failures}
 
 

@@ -111,17 +111,29 @@ def test_show_pair_by_key_prefix_and_sdoi(store_path: Path) -> None:
     assert "sdoi: B × B" in format_pair(view)
 
 
+def test_show_row_without_split_uses_the_first_split_and_says_so(store_path: Path) -> None:
+    store = open_store(store_path, create=False)
+    row = str(store.pair_rows("sick", "train")["row"][0])
+    view = pair_view(store, "sick", row, "dep")
+    assert view.split == "train" and "split train (of train, trial" in view.note
+    text = format_pair(view)
+    assert "split train (of train, trial" in text
+    dep, tfidf = view.entries
+    assert f"dep@1 entry {dep.key[:12]} default" in text and tfidf.name == "tfidf"
+    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", row,
+                                        "--store", str(store_path)])
+    assert result.exit_code == 0 and "split train (of train, trial" in result.output
+
+
 def test_show_errors_are_explained(store_path: Path) -> None:
     store = open_store(store_path, create=False)
-    with pytest.raises(PriorError, match="ambiguous.*--split"):
-        pair_view(store, "sick", "2", "dep")
     with pytest.raises(PriorError, match="no row 999"):
         pair_view(store, "sick", "999", "dep", split="train")
     with pytest.raises(PriorError, match="no dataset 'nope'"):
         pair_view(store, "nope", "1", "dep")
-    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", "2",
+    result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", "999",
                                         "--store", str(store_path)])
-    assert result.exit_code == 1 and "ambiguous" in result.output
+    assert result.exit_code == 1 and "no row 999" in result.output
 
 
 def test_show_ablation_views_show_their_own_matrix(store_path: Path, tmp_path: Path) -> None:

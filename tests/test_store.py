@@ -9,6 +9,7 @@ from featurestore import NotFoundError, StoreError, make_entry, open_store
 from featurestore import keys as K
 from featurestore.catalog import new_segment_id
 from featurestore.maintenance import gc_store, store_info, verify_store
+from featurestore.selection import IncompleteEntryError
 
 
 def _record(n: int) -> dict:
@@ -61,12 +62,13 @@ def test_store_frame_joins_pairs_parses_and_matrices(toy):
     assert np.array(sd["sdoi_a"][1].to_list()).tolist() == [[1]]
 
 
-def test_store_frame_shows_null_for_pairs_not_built(toy):
+def test_store_frame_of_an_entry_lacking_pairs_is_an_error_not_nulls(toy):
     store, ks, pks, _ = toy
-    extra = make_entry("wup", 1, {"k": 2}, "p1", "pair", ["wup"])
+    extra = make_entry("wup", 1, {"k": 2}, "p1", "pair", ["wup"], options={"k": 2})
     store.write_feature(extra, [pks[1]], [{"wup": np.ones((1, 2), np.float32)}])
-    df = store.frame("wup", dataset="toy", split="test", params={"k": 2})
-    assert df["wup"][0] is None and df["wup"][1].to_list() == [[1.0, 1.0]]
+    with pytest.raises(IncompleteEntryError, match="lacks 1 of the 2 pairs of toy/test") as err:
+        store.frame("wup", dataset="toy", split="test", params={"k": 2})
+    assert err.value.missing == 1 and err.value.entry.key == extra.key
 
 
 def test_store_parquet_tables_readable_by_polars_directly(toy):
@@ -167,7 +169,7 @@ def test_store_open_by_file_url_and_info(toy, tmp_path):
     via_url = open_store("file://" + store.location, create=False)
     assert len(via_url.load_feature(via_url.find_entry("sdoi"))) == 3
     info = store_info(via_url)
-    assert info.datasets == [{"dataset": "toy", "split": "test", "rows_written": 2}]
+    assert info.datasets == [{"dataset": "toy", "split": "test", "rows": 2}]
     assert {e["feature"] for e in info.entries} == {"wup@1", "sdoi@1"}
     with pytest.raises(NotFoundError):
         open_store(tmp_path / "nothing", create=False)

@@ -77,7 +77,7 @@ def test_data_missing_feature_prints_build_command(tmp_path: Path) -> None:
     bare = tiny_store(tmp_path / "bare", features=())
     with pytest.raises(MissingFeatureError) as err:
         load_split(bare, "toy", "train", tiny_tokenizer(), feature="dep")
-    assert f"prior build --dataset toy --features dep --store {bare.location}" in str(err.value)
+    assert f"prior build --dataset toy --split train --features dep --store {bare.location}" in str(err.value)
 
 
 def test_data_missing_feature_command_names_parser_and_embeddings(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_data_missing_feature_command_names_parser_and_embeddings(tmp_path: Path
     bare = tiny_store(tmp_path / "bare", features=(), parser={"backend": "spacy"})
     with pytest.raises(MissingFeatureError) as err:
         load_split(bare, "toy", "train", tiny_tokenizer(), feature="emb")
-    assert (f"prior build --dataset toy --features emb --embeddings EMB_FILE --parser spacy "
+    assert (f"prior build --dataset toy --split train --features emb --embeddings EMB_FILE --parser spacy "
             f"--store {bare.location}") in str(err.value)
     assert "prior embed train" in str(err.value)
 

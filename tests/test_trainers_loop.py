@@ -87,7 +87,7 @@ def test_loop_missing_feature_names_build_command(tmp_path: Path, setup: tuple[P
                                         "toy", "--store", bare.location, "--output", str(tmp_path / "o"),
                                         "--no-progress"])
     assert result.exit_code == 1
-    assert f"prior build --dataset toy --features wup --store {bare.location}" in result.output
+    assert f"prior build --dataset toy --split train --features wup --store {bare.location}" in result.output
 
 
 def test_loop_unavailable_backbone_error_names_mini_and_backbone(tmp_path: Path) -> None:
@@ -114,8 +114,8 @@ def test_loop_feature_param_selects_the_store_entry(tmp_path: Path, setup: tuple
     store, backbone = setup
     result = invoke_train("bert-sim", store, backbone, tmp_path / "o", "--feature-param", "preset=uerbert-code")
     assert result.exit_code == 1
-    assert "'preset': 'uerbert-code'" in result.output
-    assert "prior build --dataset toy --features wup" in result.output
+    assert "no 'wup' entry with params preset=uerbert-code that holds toy/train" in result.output
+    assert "prior build --dataset toy --split train --features wup -o wup.preset=uerbert-code" in result.output
 
 
 @pytest.mark.slow

@@ -24,8 +24,9 @@ import torch
 
 from featurestore import Store
 from featurestore.errors import DataError, NotFoundError, PriorError
-from featurestore.store import FeatureData
-from featurestore.views import dafa_matrix, dep_switches, select_dep
+from featurestore.selection import EntrySelectionError, build_command
+from featurestore.store import EntryInfo, FeatureData
+from featurestore.views import dafa_matrix, dep_switches
 from trainers.grid import FlatMatrices, FrontPadded, mask_grid, pair_grid, token_positions, word_rows
 
 log = logging.getLogger(__name__)
@@ -33,30 +34,6 @@ log = logging.getLogger(__name__)
 
 class MissingFeatureError(PriorError, LookupError):
     """The store lacks a feature (or some of its keys) that a model needs."""
-
-
-def parser_option(store: Store, parse: str | None = None) -> str:
-    """``--parser`` for a build that reuses ``parse`` (default: the store's latest parse).
-
-    ``prior build`` parses with ``biaffine`` unless told otherwise; a store parsed with spaCy
-    needs ``--parser spacy`` so that the new feature is computed on the same words."""
-    try:
-        fingerprints = store.parse_ids()
-    except PriorError:
-        return ""
-    if not fingerprints:
-        return ""
-    fp = fingerprints.get(parse) if parse else list(fingerprints.values())[-1]
-    return " --parser spacy" if fp and fp.get("backend") == "spacy" else ""
-
-
-def build_command(dataset: str, feature: str, store: Store, split: str | None = None,
-                  parse: str | None = None) -> str:
-    """The exact ``prior build`` line that adds ``feature`` for ``dataset`` to ``store``."""
-    split_opt = f" --split {split}" if split else ""
-    extra = " --embeddings EMB_FILE" if feature == "emb" else ""
-    return (f"prior build --dataset {dataset}{split_opt} --features {feature}{extra}"
-            f"{parser_option(store, parse)} --store {store.location}")
 
 
 def _emb_note(feature: str) -> str:
@@ -180,26 +157,29 @@ class VectorSource:
         return {"word_vectors": self.table[ids]}  # (B, T, E); -1 → zero row
 
 
-def _positions(data: FeatureData, keys: Sequence[str], what: str, dataset: str, split: str,
-               store: Store, feature: str) -> np.ndarray:
-    pos = data.positions(list(keys))
-    if (pos < 0).any():
-        missing = int((pos < 0).sum())
-        raise MissingFeatureError(
-            f"{store.location}: entry {data.entry.spec} ({data.entry.key}) lacks {missing} of the "
-            f"{len(keys)} {what} of {dataset}/{split}; add them with\n  "
-            f"{build_command(dataset, feature, store, split, data.entry.parse)}{_emb_note(feature)}")
-    return pos
-
-
-def _find(store: Store, name: str, dataset: str, split: str, feature: str, **kw: Any) -> Any:
+def read_entries(store: Store, feature: str, dataset: str, split: str, *,
+                 params: dict[str, Any] | None = None, entry: str | None = None,
+                 entries: dict[str, str] | None = None) -> list[EntryInfo]:
+    """The store entries a model's feature is read from for one split: the feature's default
+    entry, or the one ``params`` or ``entry`` (a key prefix) pick (`featurestore.selection`),
+    or exactly the ``entries`` (name → key) a checkpoint recorded. Each must hold every pair of
+    the split; otherwise `MissingFeatureError` with the candidates or the `prior build` line
+    that adds what is missing."""
     try:
-        return store.find_entry(name, **kw)
-    except NotFoundError as exc:
-        raise MissingFeatureError(
-            f"{store.location} has no {name!r} feature entry"
-            f"{' with ' + str(kw) if kw else ''}, needed here; build it with\n  "
-            f"{build_command(dataset, feature, store)}{_emb_note(feature)}\n({exc})") from None
+        if entries:
+            return [store.find_entry(name, entry=key, dataset=dataset, split=split)
+                    for name, key in entries.items()]
+        return store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+    except EntrySelectionError as exc:
+        raise MissingFeatureError(f"{exc}{_emb_note(feature)}") from None
+
+
+def _positions(data: FeatureData, keys: Sequence[str]) -> np.ndarray:
+    pos = data.positions(list(keys))
+    if (pos < 0).any():  # selection checked the split is held: only a concurrent gc gets here
+        raise MissingFeatureError(f"entry {data.entry.spec} ({data.entry.key}) lost "
+                                  f"{int((pos < 0).sum())} of its items while being read; read again")
+    return pos
 
 
 def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
@@ -220,58 +200,62 @@ def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
                               f"resource with a 'vectors' array in its parameters {entry.params}")
 
 
+#: the store entries each model feature is read from (a view may join several)
+FEATURE_ENTRIES = {"wup": ("wup",), "dep": ("dep", "tfidf"), "sdoi": ("sdoi",), "emb": ("emb",)}
+
+
 def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: Sequence[str],
                    key_b: Sequence[str], pair_keys: Sequence[str],
-                   params: dict[str, Any] | None = None, dep_view: str = "dep"
+                   params: dict[str, Any] | None = None, dep_view: str = "dep",
+                   entries: dict[str, str] | None = None, entry: str | None = None
                    ) -> tuple[FeatureSource, str | None]:
     """The source of one store feature for a split's pairs, and the parse it was computed on.
 
+    The entries come from :func:`read_entries` (``params`` or recorded ``entries``).
     ``dep_view`` picks DAFA's matrix or one of its ablations (``dep-no-tfidf``, …; see
     `featurestore.views.DEP_VIEWS`), computed from the same stored components."""
     if dep_view != "dep" and feature != "dep":
         raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
                          f"reads {feature!r}")
+    if feature not in FEATURE_ENTRIES:
+        raise PriorError(f"unknown store feature {feature!r}; known: {', '.join(sorted(FEATURE_ENTRIES))}")
+    switches = dep_switches(dep_view) if feature == "dep" else {}
+    recorded = None if entries is None else {n: entries[n] for n in FEATURE_ENTRIES[feature] if n in entries}
+    chosen = read_entries(store, feature, dataset, split, params=params, entry=entry, entries=recorded)
+    entry = chosen[0]
+    fp = {e.name: e.key for e in chosen}
+    data = store.load_feature(entry)
     if feature == "wup":
-        entry = _find(store, "wup", dataset, split, feature, params=params)
-        data = store.load_feature(entry)
-        pos = _positions(data, pair_keys, "pairs", dataset, split, store, feature)
-        fp = {"wup": entry.key}
-        return PairGridSource("wup", _flat(data, "wup"), pos, fp), entry.parse
+        return PairGridSource("wup", _flat(data, "wup"), _positions(data, pair_keys), fp), entry.parse
     if feature == "dep":
-        switches = dep_switches(dep_view)
-        entry = _find(store, "dep", dataset, split, feature, params=params)
-        tf_entry = _find(store, "tfidf", dataset, split, feature, params=select_dep("tfidf", entry, dataset),
-                         parse=entry.parse)
-        data, tf = store.load_feature(entry), store.load_feature(tf_entry)
-        pos = _positions(data, pair_keys, "pairs", dataset, split, store, feature)
-        pa = _positions(tf, key_a, "sentences", dataset, split, store, feature)
-        pb = _positions(tf, key_b, "sentences", dataset, split, store, feature)
+        tf = store.load_feature(chosen[1])
+        pos, pa, pb = _positions(data, pair_keys), _positions(tf, key_a), _positions(tf, key_b)
         # M_F + 1 per pair, combined once per split ("adding 1": the neutral value is 1)
         mats = [dafa_matrix(data.array("trigram", int(p)), data.array("subgraph", int(p)),
                             tf.array("tfidf", int(a)), tf.array("tfidf", int(b)), **switches) + np.float32(1.0)
                 for p, a, b in zip(pos, pa, pb)]
-        fp = {"dep": entry.key, "tfidf": tf_entry.key}
         return (PairGridSource("dep", FlatMatrices.from_list(mats, np.float32),
                                np.arange(len(mats)), fp), entry.parse)
     if feature == "sdoi":
-        entry = _find(store, "sdoi", dataset, split, feature, params=params)
-        data = store.load_feature(entry)
-        pa = _positions(data, key_a, "sentences", dataset, split, store, feature)
-        pb = _positions(data, key_b, "sentences", dataset, split, store, feature)
-        return MaskSource("sdoi", _flat(data, "sdoi"), pa, pb, {"sdoi": entry.key}), entry.parse
-    if feature == "emb":
-        entry = _find(store, "emb", dataset, split, feature, params=params)
-        data = store.load_feature(entry)
-        component = entry.components[0]
-        pa = _positions(data, key_a, "sentences", dataset, split, store, feature)
-        pb = _positions(data, key_b, "sentences", dataset, split, store, feature)
-        table, vocab = _vector_table(store, entry)
-        fp = {"emb": entry.key, "vocabulary": vocab}
-        return VectorSource("emb", _flat(data, component), pa, pb, table, fp), entry.parse
-    raise PriorError(f"unknown store feature {feature!r}; known: dep, emb, sdoi, wup")
+        return MaskSource("sdoi", _flat(data, "sdoi"), _positions(data, key_a), _positions(data, key_b),
+                          fp), entry.parse
+    component = entry.components[0]
+    table, vocab = _vector_table(store, entry)
+    return VectorSource("emb", _flat(data, component), _positions(data, key_a), _positions(data, key_b),
+                        table, fp | {"vocabulary": vocab}), entry.parse
 
 
 # --------------------------------------------------------------------------- pairs
+def dataset_kind(store: Store, dataset: str) -> str:
+    """The dataset a stored name was read as (``prior build --dataset mrpc --name mrpc-full``
+    stores ``mrpc-full`` read as ``mrpc``): what the papers' per-dataset settings and metrics
+    key on. A file's stem, or the name itself when the store does not say."""
+    for seg in reversed(store.segments("pairs")):
+        if seg.target["dataset"] == dataset:
+            return str(seg.meta.get("reader", {}).get("dataset") or dataset)
+    return dataset
+
+
 def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str, ...]]:
     """(label kind, class names) recorded with the split's pairs."""
     segs = [s for s in store.segments("pairs")
@@ -343,8 +327,13 @@ class PairData:
 
 def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
                feature: str | None = None, feature_params: dict[str, Any] | None = None,
-               limit: int | None = None, dep_view: str = "dep") -> PairData:
-    """Read one split (and the feature the model needs) from the store and tokenize it once."""
+               feature_entry: str | None = None, limit: int | None = None, dep_view: str = "dep",
+               entries: dict[str, str] | None = None) -> PairData:
+    """Read one split (and the feature the model needs) from the store and tokenize it once.
+
+    The feature's entry is the default one, or the one ``feature_params`` or ``feature_entry``
+    (a key prefix) pick, or exactly the recorded ``entries`` (name → key, what `prior eval`
+    passes from a checkpoint)."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
         pairs = pairs.head(limit)
@@ -369,14 +358,15 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     parse: str | None = None
     if feature is not None:
         source, parse = feature_source(store, feature, dataset, split, key_a, key_b, pair_keys,
-                                       feature_params, dep_view)
+                                       feature_params, dep_view, entries, feature_entry)
     parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
     if missing:
+        command = build_command(store, dataset=dataset, split=split, parse=parse,
+                                feature_args=["--features", feature or "sdoi"])
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
-                                  f"have no parse {parse or '(latest)'}; run\n  "
-                                  f"{build_command(dataset, feature or 'sdoi', store, split)}")
+                                  f"have no parse {parse or '(latest)'}; run\n  {command}")
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
     parsers = store.parse_ids()
     used = parse or (list(parsers)[-1] if parsers else None)  # store.parses' "latest"

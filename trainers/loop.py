@@ -37,7 +37,7 @@ import platform
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from safetensors.torch import load_file, save_file
 from featurestore import Store, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
 from trainers import backbones, metrics
-from trainers.data import PairData, load_split
+from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES, PriorBertModel
 from trainers.registry import (MODEL_FEATURES, TrainSettings, default_settings, parse_model_name,
                                task_for)
@@ -64,11 +64,12 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 @dataclass
 class TrainConfig:
     model: str  # e.g. "dafa-mini", or "dafa" with backbone
-    dataset: str
+    dataset: str | None
     output: Path
     store: str | None = None
     backbone: str | None = None
     settings: TrainSettings | None = None  # None: the papers' defaults for model and dataset
+    overrides: dict[str, Any] = field(default_factory=dict)  # settings fields set on the command line
     seed: int = 42
     limit: int | None = None  # first N pairs of each split (quick runs)
     train_split: str = "train"
@@ -79,6 +80,7 @@ class TrainConfig:
     eval_splits: tuple[str, ...] = ()  # evaluated with the best model at the end
     model_options: dict[str, Any] = field(default_factory=dict)
     feature_params: dict[str, Any] | None = None
+    feature_entry: str | None = None  # a store entry key prefix (instead of feature_params)
     dep_view: str = "dep"  # DAFA: M_F, or an ablation view such as "dep-no-tfidf"
     resume: Path | None = None
     progress: bool = True
@@ -162,8 +164,8 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     if cfg.dep_view != "dep" and feature != "dep":
         raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} reads "
                          f"{feature or 'no store feature'}")
-    kw = {"max_length": settings.max_length, "feature": feature,
-          "feature_params": cfg.feature_params, "limit": cfg.limit, "dep_view": cfg.dep_view}
+    kw = {"max_length": settings.max_length, "feature": feature, "feature_params": cfg.feature_params,
+          "feature_entry": cfg.feature_entry, "limit": cfg.limit, "dep_view": cfg.dep_view}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -290,10 +292,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     rt = runtime()
     model_name, size = parse_model_name(cfg.model)
-    settings = cfg.settings or default_settings(model_name, cfg.dataset)
-    task = task_for(cfg.dataset)
-    out = Path(cfg.output)
     store = open_store(cfg.store, create=False)
+    check_train_split(store, cfg.dataset, cfg.train_split)
+    kind = dataset_kind(store, cfg.dataset)  # a dataset stored under another --name keeps its task
+    settings = replace(cfg.settings or default_settings(model_name, kind), **cfg.overrides)
+    task = task_for(kind)
+    out = Path(cfg.output)
 
     state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
     if cfg.resume is not None:
@@ -411,19 +415,46 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     return summary
 
 
-def evaluate_checkpoint(checkpoint: Path | str, dataset: str, split: str, *, store: str | None = None,
-                        limit: int | None = None, batch_size: int | None = None) -> dict[str, float]:
-    """Metrics of a saved checkpoint on one split of the store (the same feature entry kind)."""
+def checkpoint_dir(path: Path | str) -> Path:
+    """A checkpoint folder: ``path`` itself, or the ``best/`` of a `prior train` output folder."""
+    path = Path(path)
+    if not (path / META_FILE).is_file() and (path / "best" / META_FILE).is_file():
+        return path / "best"
+    return path
+
+
+def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
+                        store: str | None = None, limit: int | None = None,
+                        batch_size: int | None = None) -> dict[str, float]:
+    """Metrics of a saved checkpoint on one split of the store (default: the dataset it was
+    trained on), read from exactly the feature entries it was trained on (`prior.json`): a store
+    whose entries do not hold that split is an error naming the build line that adds them."""
     rt = runtime()
-    model, tokenizer, meta = load_checkpoint(checkpoint)
-    st = open_store(store or meta["fingerprints"]["train"]["store"], create=False)
+    model, tokenizer, meta = load_checkpoint(checkpoint_dir(checkpoint))
+    dataset = dataset or meta["dataset"]
+    trained = meta["fingerprints"]["train"]
+    st = open_store(store or trained["store"], create=False)
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
-                      feature=meta["feature"], feature_params=meta.get("feature_params"), limit=limit,
+                      feature=meta["feature"], entries=trained.get("entries") or None, limit=limit,
                       dep_view=meta.get("dep_view", "dep"))
     model.to(rt.device)
-    names = tuple(meta.get("metrics_names") or task_for(dataset).metrics)
+    names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
     return evaluate(model, data, batch_size or settings["batch_size"], rt, names)
+
+
+def check_train_split(store: Store, dataset: str | None, split: str = "train") -> None:
+    """A clear error when ``dataset`` is not given or has no ``split`` in the store, listing the
+    datasets that have one."""
+    present = store.datasets()
+    if dataset is not None and (dataset, split) in present:
+        return
+    have = sorted({d for d, s in present if s == split})
+    listed = ", ".join(have) if have else f"none (build one with `prior build --dataset NAME --store {store.location}`)"
+    if dataset is None:
+        raise PriorError(f"name the dataset to train on with --dataset; datasets with a {split} split in "
+                         f"{store.location}: {listed}")
+    raise NotFoundError(f"{store.location} has no {dataset}/{split}; datasets with a {split} split: {listed}")
 
 
 __all__ = ["TrainConfig", "train", "evaluate_checkpoint", "load_checkpoint", "predict", "evaluate"]

@@ -4,6 +4,7 @@ building one feature never loads another's resources."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +62,10 @@ FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
 }
 
 
-def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[Feature]:
-    """The features to build for CLI names, in order, each entry once."""
-    out: list[Any] = []
+def plan_features(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[tuple[Feature, str]]:
+    """The features to build for CLI names, in order, each entry once, with the CLI name of the
+    feature set that makes each (``dep`` makes ``tfidf`` and ``dep``)."""
+    out: list[tuple[Any, str]] = []
     if stray := sorted(set(options.feature_options) - set(names)):
         raise PriorError(f"options given for feature(s) not being built: {', '.join(stray)} "
                          f"(building {', '.join(names)})")
@@ -71,6 +73,23 @@ def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> l
         if name not in FEATURE_SETS:
             raise PriorError(f"unknown feature {name!r}; known: {', '.join(sorted(FEATURE_SETS))}")
         for feature in FEATURE_SETS[name](options):
-            if all(f.name != feature.name for f in out):
-                out.append(feature)
+            if all(f.name != feature.name for f, _ in out):
+                out.append((feature, name))
+    return out
+
+
+def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[Feature]:
+    """The features to build for CLI names, in order, each entry once."""
+    return [feature for feature, _ in plan_features(names, options)]
+
+
+def entry_options(feature: Feature, given: dict[str, Any]) -> dict[str, Any]:
+    """The options of a feature set (``-o dep.nu=0.25``) that reach ``feature``'s constructor
+    with a value other than its default: ``{}`` marks the entry a build without options makes."""
+    signature = inspect.signature(type(feature))
+    out = {}
+    for name, value in given.items():
+        param = signature.parameters.get(name)
+        if param is not None and (param.default is inspect.Parameter.empty or value != param.default):
+            out[name] = value
     return out

@@ -1,0 +1,302 @@
+"""Which feature entry a read uses: the one contract behind ``Store.frame``, ``prior show``,
+``prior store frame``, ``prior train``, ``prior eval`` and the Python API.
+
+A store may hold several entries of one feature: the default and variants built with
+``prior build -o FEATURE.NAME=VALUE``, entries computed from another parse, entries that
+cover other datasets. A read names what it wants and gets exactly that, or an error that
+lists the candidates:
+
+- no parameters: the *default* entry, the one a build without ``-o`` makes (an entry with no
+  non-default options; never "the latest");
+- ``params`` (``--feature-param K=V``, ``-o FEATURE.K=V``): entries whose options or resolved
+  parameters equal every given value, and whose every non-default option was asked for
+  (``-o dep.nu=0.25`` picks the entry that differs from the default in ``nu`` alone);
+- ``entry``: a key prefix picks one entry directly.
+
+With a dataset and split, exactly one candidate must hold every item of that split (every
+pair for a pair feature, both sentences of every pair for a sentence feature). An entry that
+holds some but not all of them is an error naming how many are missing and the ``prior build``
+line that adds them, replayed from what the store recorded of the builds that made the
+entry, the split's pairs and the parse. Several complete candidates are an error that lists
+each with what distinguishes it and the flag that picks it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from featurestore.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from featurestore.store import EntryInfo, Store
+
+
+class EntrySelectionError(NotFoundError):
+    """No single entry of a feature matches what a read asked for."""
+
+
+class AmbiguousEntryError(EntrySelectionError):
+    """Several entries match and hold the requested split: the read must say which."""
+
+
+class IncompleteEntryError(EntrySelectionError):
+    """The entry asked for lacks some items of the requested split."""
+
+    def __init__(self, message: str, *, entry: EntryInfo, missing: int, needed: int, command: str) -> None:
+        super().__init__(message)
+        self.entry, self.missing, self.needed, self.command = entry, missing, needed, command
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a read asks for: parameters, or an entry key prefix, and optionally the parse."""
+
+    params: Mapping[str, Any] | None = None
+    entry: str | None = None
+    parse: str | None = None
+
+    def describe(self) -> str:
+        if self.entry:
+            return f"entry {self.entry}"
+        if self.params:
+            return "params " + ", ".join(f"{k}={_show(v)}" for k, v in sorted(self.params.items()))
+        return "default params"
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def matches(entry: EntryInfo, params: Mapping[str, Any] | None) -> bool:
+    """``entry`` has every given value (as an option or a resolved parameter) and deviates from
+    its feature's defaults only where asked."""
+    params = params or {}
+    options = entry.options or {}
+    for key, value in params.items():
+        if key in options:
+            if options[key] != value:
+                return False
+        elif key not in entry.params or entry.params[key] != value:
+            return False
+    return all(key in params for key in options)
+
+
+def known_keys(entries: Sequence[EntryInfo]) -> set[str]:
+    """Names a read may select these entries by: their options and resolved parameters."""
+    return {k for e in entries for k in (*e.params, *(e.options or {}))}
+
+
+# --------------------------------------------------------------------------- coverage
+class Coverage:
+    """Which keys each entry holds and which each split needs, read once per selection."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._have: dict[str, set[str]] = {}
+        self._need: dict[tuple[str, str, str], list[str]] = {}
+
+    def needed(self, dataset: str, split: str, scope: str) -> list[str]:
+        key = (dataset, split, scope)
+        if key not in self._need:
+            rows = self.store.pair_rows(dataset, split)
+            if scope == "pair":
+                keys = rows["pair_key"].to_list()
+            else:
+                keys = rows["key_a"].to_list() + rows["key_b"].to_list()
+            self._need[key] = list(dict.fromkeys(keys))
+        return self._need[key]
+
+    def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
+        """(items of the split the entry lacks, items the split needs)."""
+        if entry.key not in self._have:
+            self._have[entry.key] = self.store.existing_keys(entry)
+        have = self._have[entry.key]
+        need = self.needed(dataset, split, entry.scope)
+        return sum(1 for k in need if k not in have), len(need)
+
+    def covered_splits(self, entry: EntryInfo) -> list[str]:
+        """``dataset/split`` names of every split in the store the entry holds completely."""
+        return [f"{d}/{s}" for d, s in self.store.datasets() if self.missing(entry, d, s)[0] == 0]
+
+
+# --------------------------------------------------------------------------- the build line
+def build_command(store: Store, *, dataset: str | None, split: str | None,
+                  feature_args: Sequence[str], parse: str | None = None) -> str:
+    """The ``prior build`` line that adds a feature's items for a split, from what the store
+    recorded: the split's dataset arguments (a file path, ``--name``, columns), the entry's
+    feature arguments and the parse's parser."""
+    args = ["prior", "build"]
+    if dataset is not None:
+        recorded = pairs_build_args(store, dataset, split)
+        args += recorded or ["--dataset", dataset]
+        if split is not None:
+            args += ["--split", split]
+    args += list(feature_args)
+    parser = parser_spec(store, parse)
+    if parser:
+        args += ["--parser", parser]
+    args += ["--store", store.location]
+    return shlex.join(args)
+
+
+def pairs_build_args(store: Store, dataset: str, split: str | None) -> list[str]:
+    """The ``--dataset …`` arguments the build that wrote a split's pairs was given, and
+    ``--limit`` when every build of its current rows read only a prefix of the file (then the
+    line reads the same rows again instead of the whole file)."""
+    segs = [s for s in store.segments("pairs") if s.target["dataset"] == dataset
+            and (split is None or s.target["split"] == split)]
+    if not segs:
+        return []
+    current = [s for s in segs if s.target["source_sha256"] == segs[-1].target["source_sha256"]]
+    args = list(segs[-1].meta.get("build_args", []))
+    limits = [s.meta.get("limit") for s in current]
+    if split is not None and args and all(isinstance(n, int) for n in limits):
+        args += ["--limit", str(max(limits))]
+    return args
+
+
+def parser_spec(store: Store, parse: str | None) -> str | None:
+    """The ``--parser`` value that reproduces ``parse`` (default: the store's latest parse)."""
+    segs = store.segments("parses")
+    if parse is not None:
+        segs = [s for s in segs if s.target["parse"] == parse]
+    if not segs:
+        return None
+    target = segs[-1].target
+    if target.get("spec"):
+        return str(target["spec"])
+    return "spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None
+
+
+def feature_args(entry: EntryInfo | None, name: str, built_by: str | None = None,
+                 params: Mapping[str, Any] | None = None) -> list[str]:
+    """``--features …`` (and options) that build ``entry``, or a new entry of ``name`` with
+    ``params`` as options when there is none yet (with the view's ``build_hint`` arguments)."""
+    from featurestore.views import VIEWS
+
+    if entry is not None and entry.build_args:
+        return list(entry.build_args)
+    feature = (entry.built_by if entry is not None else None) or built_by or name
+    args = ["--features", feature]
+    options = (entry.options or {}) if entry is not None else dict(params or {})
+    for key, value in sorted(options.items()):
+        args += ["-o", f"{feature}.{key}={_show(value)}"]
+    return args + list(VIEWS[name].build_hint if name in VIEWS else ())
+
+
+# --------------------------------------------------------------------------- selection
+def _label(entry: EntryInfo) -> str:
+    if not entry.options:
+        return "default"
+    return " ".join(f"{k}={_show(v)}" for k, v in sorted(entry.options.items()))
+
+
+def entries_line(entries: Sequence[EntryInfo]) -> str:
+    """What a read shows, for a person: each entry's spec, key prefix and non-default options."""
+    return "; ".join(f"{e.spec} entry {e.key[:12]} {_label(e)}" for e in entries)
+
+
+def pick_flags(entry: EntryInfo) -> str:
+    """The read flags that select ``entry``: its options, and always its key prefix."""
+    feature = entry.built_by or entry.name
+    options = " ".join(f"-o {feature}.{k}={_show(v)}" for k, v in sorted((entry.options or {}).items()))
+    return (options + " or " if options else "") + f"--entry {entry.key[:12]}"
+
+
+def describe_entries(entries: Sequence[EntryInfo], coverage: Coverage) -> str:
+    """One line per entry: key prefix, spec, non-default options, parse, splits held, flags."""
+    parses = {e.parse for e in entries}
+    lines = []
+    for e in entries:
+        covers = coverage.covered_splits(e)
+        parse = f"  parse {str(e.parse)[:8]}" if len(parses) > 1 else ""
+        lines.append(f"  {e.key[:12]}  {e.spec}  {_label(e)}{parse}  holds "
+                     f"{', '.join(covers) if covers else 'no complete split'}  → {pick_flags(e)}")
+    return "\n".join(lines)
+
+
+def select_entry(store: Store, name: str, *, dataset: str | None = None, split: str | None = None,
+                 request: Request | None = None, version: int | None = None,
+                 built_by: str | None = None, coverage: Coverage | None = None) -> EntryInfo:
+    """The one entry of feature ``name`` that ``request`` names and that holds every item of
+    ``dataset``/``split`` (module docstring). Without a dataset the entry must be the only
+    match in the store. ``built_by`` names the build feature for hints when the store has no
+    entry of ``name`` yet (``dep`` for ``tfidf``)."""
+    from featurestore.views import VIEWS
+
+    request = request or Request()
+    coverage = coverage or Coverage(store)
+    built_by = built_by or (VIEWS[name].built_by if name in VIEWS else None)
+    present = [e for e in store.entries(name) if version is None or e.version == version]
+    if request.entry:
+        found = [e for e in present if e.key.startswith(request.entry)]
+        if len(found) > 1:
+            raise AmbiguousEntryError(f"entry prefix {request.entry!r} matches {len(found)} {name!r} entries; "
+                                      f"give more characters:\n{describe_entries(found, coverage)}")
+    else:
+        found = [e for e in present if (request.parse is None or e.parse == request.parse)
+                 and matches(e, request.params)]
+    if dataset is None or split is None:
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise AmbiguousEntryError(f"{store.location} has {len(found)} {name!r} entries with "
+                                      f"{request.describe()}; pick one:\n{describe_entries(found, coverage)}")
+        raise _not_found(store, name, present, request, coverage, None, None, built_by)
+
+    counts = {e.key: coverage.missing(e, dataset, split) for e in found}
+    complete = [e for e in found if counts[e.key][0] == 0]
+    if len(complete) == 1:
+        return complete[0]
+    if len(complete) > 1:
+        raise AmbiguousEntryError(
+            f"{store.location} has {len(complete)} {name!r} entries with {request.describe()} that hold "
+            f"{dataset}/{split}; pick one:\n{describe_entries(complete, coverage)}")
+    partial = [e for e in found if counts[e.key][0] < counts[e.key][1]]
+    target = found[0] if len(found) == 1 else partial[0] if len(partial) == 1 else None
+    if target is not None:
+        missing, needed = counts[target.key]
+        what = "pairs" if target.scope == "pair" else "sentences"
+        command = build_command(store, dataset=dataset, split=split,
+                                feature_args=feature_args(target, name, built_by), parse=target.parse)
+        raise IncompleteEntryError(
+            f"entry {target.spec} {target.key[:12]} ({_label(target)}) lacks {missing} of the {needed} "
+            f"{what} of {dataset}/{split}; add them with\n  {command}",
+            entry=target, missing=missing, needed=needed, command=command)
+    raise _not_found(store, name, present, request, coverage, dataset, split, built_by)
+
+
+def _not_found(store: Store, name: str, present: Sequence[EntryInfo], request: Request,
+               coverage: Coverage, dataset: str | None, split: str | None,
+               built_by: str | None) -> EntrySelectionError:
+    where = f" that holds {dataset}/{split}" if dataset else ""
+    message = f"{store.location} has no {name!r} entry with {request.describe()}{where}"
+    if present:
+        message += f"; present:\n{describe_entries(present, coverage)}"
+    if not request.entry:
+        unknown = sorted(set(request.params or {}) - known_keys(present))
+        if unknown and present:
+            known = ", ".join(sorted(known_keys(present))) or "none"
+            message += f"\n(no {name!r} entry has a parameter {', '.join(unknown)}; known: {known})"
+        built = next((e.built_by for e in present if e.built_by), None)
+        command = build_command(store, dataset=dataset, split=split, parse=request.parse,
+                                feature_args=feature_args(None, name, built or built_by, request.params))
+        message += f"\nbuild it with\n  {command}"
+    return EntrySelectionError(message)
+
+
+# --------------------------------------------------------------------------- views
+def split_params(names: Sequence[str], params: Mapping[str, Any] | None,
+                 entries_of: Callable[[str], Sequence[EntryInfo]]) -> list[dict[str, Any]]:
+    """The given parameters each of a view's entries is selected by: a key goes to every entry
+    name whose entries know it; a key no entry knows goes to the first (whose selection then
+    fails, naming the known keys and the build line that makes such an entry)."""
+    params = dict(params or {})
+    known = {n: known_keys(entries_of(n)) for n in names}
+    out = [{k: v for k, v in params.items() if k in known[n]} for n in names]
+    out[0].update({k: v for k, v in params.items() if not any(k in known[n] for n in names)})
+    return out
