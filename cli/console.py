@@ -33,7 +33,9 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except PriorError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}")
+            # soft wrap: a printed build line stays one line, to copy as it is
+            err_console.print("[bold red]error:[/] ", end="")
+            err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

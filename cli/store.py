@@ -36,22 +36,39 @@ def info_cmd(store: StoreOpt = None,
     for p in info.parses:
         console.print(f"parse {p['parse'][:12]}: {p['sentences']} sentences, {p['fingerprint']}")
     parses = {e["parse"] for e in info.entries}
-    t = Table("feature", "entry", "options (non-default)", *(["parse"] if len(parses) > 1 else []),
+    t = Table("feature", "entry", "options / differs in", *(["parse"] if len(parses) > 1 else []),
               "scope", "items", "segments", "size", box=None)
-    for e in info.entries:
-        options = " ".join(f"{k}={_value(v)}" for k, v in sorted(e["options"].items())) or "default"
-        t.add_row(e["feature"], e["entry"][:12], options, *([str(e["parse"])[:12]] if len(parses) > 1 else []),
+    t.columns[2].overflow, t.columns[2].min_width = "fold", 28
+    for e in sorted(info.entries, key=lambda e: e["feature"]):
+        t.add_row(e["feature"], e["entry"][:12], _distinguishing(e, info.entries),
+                  *([str(e["parse"])[:12]] if len(parses) > 1 else []),
                   e["scope"], str(e["items"]), str(e["segments"]), human_bytes(e["bytes"]))
     console.print(t)
     if info.entries:
-        console.print("(reads use an entry's default unless -o FEATURE.K=V, --feature-param or --entry "
-                      "pick another; `prior store info --json` lists every parameter)")
+        console.print("(reads use a feature's default entry unless -o FEATURE.K=V, --feature-param or "
+                      "--entry pick another; `prior store info --json` lists every parameter)")
     for r in info.resources:
         console.print(f"resource {r['kind']} {r['key'][:12]}: {r['rows']} rows {r['meta']}")
 
 
-def _value(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+def _value(value: object, width: int = 24) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str) and len(text) == 32 and all(c in "0123456789abcdef" for c in text):
+        return text[:8]  # a content key
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _distinguishing(entry: dict, entries: list[dict]) -> str:
+    """An entry's non-default options ("default" without), then the parameters in which it
+    differs from the other entries of its feature with the same options (tf-idf of another
+    dataset, embeddings of another file)."""
+    shown = [f"{k}={_value(v)}" for k, v in sorted(entry["options"].items())] or ["default"]
+    peers = [e for e in entries if e["feature"] == entry["feature"] and e["options"] == entry["options"]
+             and e["entry"] != entry["entry"]]
+    if peers:
+        keys = sorted(k for k in entry["params"] if any(p["params"].get(k) != entry["params"][k] for p in peers))
+        shown += [f"{k}={_value(entry['params'][k])}" for k in keys]
+    return " ".join(shown)
 
 
 @app.command("verify")

@@ -24,13 +24,8 @@ class StoreInfo:
 def store_info(store: Store) -> StoreInfo:
     segs = store.segments(refresh=True)
     rows: Counter[tuple[str, str]] = Counter()
-    current: dict[tuple[str, str], str] = {}
-    for s in segs:  # oldest first: the last source of a split is the one it reads
-        if s.kind == "pairs":
-            current[(s.target["dataset"], s.target["split"])] = s.target["source_sha256"]
-    for s in segs:
-        if s.kind == "pairs" and current[(s.target["dataset"], s.target["split"])] == s.target["source_sha256"]:
-            rows[(s.target["dataset"], s.target["split"])] += s.rows
+    for dataset, split in store.datasets():
+        rows[(dataset, split)] = sum(s.rows for s in store.split_segments(dataset, split))
     per_parse: Counter[str] = Counter(s.target["parse"] for s in segs if s.kind == "parses" for _ in range(s.rows))
     entries = []
     for e in store.entries():

@@ -147,12 +147,11 @@ def pairs_build_args(store: Store, dataset: str, split: str | None) -> list[str]
     """The ``--dataset …`` arguments the build that wrote a split's pairs was given, and
     ``--limit`` when every build of its current rows read only a prefix of the file (then the
     line reads the same rows again instead of the whole file)."""
-    segs = [s for s in store.segments("pairs") if s.target["dataset"] == dataset
-            and (split is None or s.target["split"] == split)]
-    if not segs:
+    splits = [split] if split is not None else [s for d, s in store.datasets() if d == dataset][:1]
+    current = store.split_segments(dataset, splits[0]) if splits else []
+    if not current:
         return []
-    current = [s for s in segs if s.target["source_sha256"] == segs[-1].target["source_sha256"]]
-    args = list(segs[-1].meta.get("build_args", []))
+    args = list(current[-1].meta.get("build_args", []))
     limits = [s.meta.get("limit") for s in current]
     if split is not None and args and all(isinstance(n, int) for n in limits):
         args += ["--limit", str(max(limits))]
@@ -263,10 +262,12 @@ def select_entry(store: Store, name: str, *, dataset: str | None = None, split: 
         what = "pairs" if target.scope == "pair" else "sentences"
         command = build_command(store, dataset=dataset, split=split,
                                 feature_args=feature_args(target, name, built_by), parse=target.parse)
-        raise IncompleteEntryError(
-            f"entry {target.spec} {target.key[:12]} ({_label(target)}) lacks {missing} of the {needed} "
-            f"{what} of {dataset}/{split}; add them with\n  {command}",
-            entry=target, missing=missing, needed=needed, command=command)
+        message = (f"entry {target.spec} {target.key[:12]} ({_label(target)}) lacks {missing} of the {needed} "
+                   f"{what} of {dataset}/{split}; add them with\n  {command}")
+        others = [e for e in present if e not in found and coverage.missing(e, dataset, split)[0] == 0]
+        if others:
+            message += f"\nor read an entry that holds {dataset}/{split}:\n{describe_entries(others, coverage)}"
+        raise IncompleteEntryError(message, entry=target, missing=missing, needed=needed, command=command)
     raise _not_found(store, name, present, request, coverage, dataset, split, built_by)
 
 

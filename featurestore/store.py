@@ -157,6 +157,11 @@ class Resource:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _source_of(segment: Segment) -> str:
+    """A pairs segment's source: the file's checksum and the options it was read with."""
+    return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
+
+
 def _read_parquet(fs: StoreFS, rel: str, columns: Sequence[str] | None = None) -> pa.Table:
     # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
     # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
@@ -232,16 +237,23 @@ class Store:
     def datasets(self) -> list[tuple[str, str]]:
         return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
 
+    def split_segments(self, dataset: str, split: str) -> list[Segment]:
+        """The pairs segments a split reads: those of its current source (the file's content
+        and the reading options of its latest build; `prior build --replace` starts a new one)."""
+        segs = [s for s in self.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
+        if not segs:
+            return []
+        current = _source_of(segs[-1])
+        return [s for s in segs if _source_of(s) == current]
+
     def pair_rows(self, dataset: str, split: str) -> pl.DataFrame:
         """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
-        segs = [s for s in self.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
+        segs = self.split_segments(dataset, split)
         if not segs:
             known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
             raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
                                 f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
-        current = segs[-1].target["source_sha256"]
-        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/pairs.parquet"))
-                  for s in segs if s.target["source_sha256"] == current]
+        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
 

@@ -390,7 +390,7 @@ def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str
     label kind), is refused: its rows would be mixed with, or silently kept instead of, the new
     ones. ``replace`` (``--replace``) makes the new source the split's content instead.
     """
-    segs = [s for s in store.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
+    segs = store.split_segments(dataset, split)
     if not segs:
         return set()
     current = segs[-1]
