@@ -263,3 +263,18 @@ def test_models_bert_sim_all_ones_is_bert_under_sdpa() -> None:
     with torch.no_grad():
         assert torch.allclose(model(**x, prior_grid=torch.ones(B, T, T)).logits, bert(**x).logits,
                               atol=1e-5)
+
+
+def test_models_of_one_seed_start_from_the_same_head(tmp_path: Path) -> None:
+    """Paired runs: every model built with one seed gets the same classifier head, whatever
+    random numbers its own new modules drew."""
+    from tests.trainers_fixtures import tiny_backbone
+    from trainers.backbones import build_model
+
+    backbone = str(tiny_backbone(tmp_path / "b"))
+    heads = {name: build_model(MODEL_CLASSES[name], backbone, num_labels=3, seed=7).classifier.weight
+             for name in ("bert", "dafa", "sgnet", "cda")}
+    for weight in heads.values():
+        torch.testing.assert_close(weight, heads["bert"])
+    other = build_model(MODEL_CLASSES["bert"], backbone, num_labels=3, seed=8).classifier.weight
+    assert not torch.equal(other, heads["bert"])

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import AutoTokenizer, BertConfig
 from transformers.utils import logging as hf_logging
 
@@ -97,13 +98,25 @@ def load_tokenizer(backbone: str) -> Any:
 
 
 def build_model(cls: type[PriorBertModel], backbone: str, *, num_labels: int,
-                options: dict[str, Any] | None = None) -> PriorBertModel:
-    """A ``cls`` model with the backbone's pre-trained weights (new parameters initialised)."""
+                options: dict[str, Any] | None = None, seed: int | None = None) -> PriorBertModel:
+    """A ``cls`` model with the backbone's pre-trained weights (new parameters initialised).
+
+    With ``seed`` the classifier head is drawn from its own generator seeded by it, so every
+    model of one seed starts from the same head (paired comparisons): Hugging Face initialises
+    missing weights from the global random stream, which each model's new modules consume
+    differently."""
     config = backbone_config(backbone, num_labels=num_labels)
     config.prior_options = dict(options or {})
     config.problem_type = "regression" if num_labels == 1 else "single_label_classification"
     try:
         with quiet_hf():
-            return cls.from_pretrained(backbone, config=config)
+            model = cls.from_pretrained(backbone, config=config)
     except OSError as exc:
         raise _unavailable(backbone, exc) from exc
+    if seed is not None:
+        generator = torch.Generator().manual_seed(seed)
+        head = model.classifier
+        with torch.no_grad():
+            head.weight.copy_(torch.randn(head.weight.shape, generator=generator) * config.initializer_range)
+            head.bias.zero_()
+    return model

@@ -318,7 +318,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             options["embedding_dim"] = int(source.table.shape[1])  # type: ignore[attr-defined]
         torch.manual_seed(cfg.seed)
         model = backbones.build_model(MODEL_CLASSES[model_name], backbone, num_labels=num_labels,
-                                      options=options)
+                                      options=options, seed=cfg.seed)
     model.to(rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
@@ -354,6 +354,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         out.mkdir(parents=True, exist_ok=True)
     key_metric = task.metrics[0]
     stopped = False
+    torch.manual_seed(cfg.seed + state["epoch"])  # dropout: the same stream for every model of a seed
     with progress_bar(progress_enabled(cfg.progress) and rt.main) as bar:
         for epoch in range(state["epoch"], settings.epochs):
             net.train()
