@@ -6,7 +6,7 @@ Registered in cli/main.py.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +14,12 @@ import typer
 
 from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from featurestore.errors import PriorError
+
+
+class FeatureMode(StrEnum):
+    stored = "stored"
+    neutral = "neutral"
+    shuffled = "shuffled"
 
 
 def _options(pairs: list[str] | None) -> dict[str, object]:
@@ -100,6 +106,7 @@ def eval_(
     store: Annotated[str | None, typer.Option(help="Default: the store the model was trained from.")] = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+    features: Annotated[FeatureMode, typer.Option(help="stored: as trained; neutral: the feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors); shuffled: by another pair's (a fixed permutation). A model whose score does not move without its feature does not use it.")] = FeatureMode.stored,
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
@@ -110,9 +117,9 @@ def eval_(
         if dataset is None and (folder / "prior.json").is_file():
             dataset = json.loads((folder / "prior.json").read_text())["dataset"]
         result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
-                                     batch_size=batch_size)
+                                     batch_size=batch_size, features=features.value)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"{folder} on {dataset}/{split}")
+    typer.echo(f"{folder} on {dataset}/{split}" + (f", features {features.value}" if features != "stored" else ""))
     typer.echo(" ".join(f"{k}={v:.4f}" for k, v in result.items()))

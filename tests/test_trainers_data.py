@@ -129,3 +129,50 @@ def test_data_dep_view_gives_dafa_ablations(store) -> None:  # noqa: ANN001
         load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-everything")
     with pytest.raises(PriorError, match="applies to DAFA's `dep` feature only"):
         load_split(store, "toy", "train", tok, feature="wup", dep_view="dep-no-tfidf")
+
+
+def test_data_derangement_moves_every_pair() -> None:
+    from trainers.data import derangement
+
+    for n in (2, 3, 10, 101):
+        d = derangement(n)
+        assert sorted(d.tolist()) == list(range(n)) and not (d == np.arange(n)).any()
+    np.testing.assert_array_equal(derangement(10), derangement(10))
+
+
+@pytest.mark.parametrize("feature", ["wup", "dep", "sdoi", "emb"])
+def test_data_destroyed_features_reach_the_batch(store, feature: str) -> None:  # noqa: ANN001
+    """`neutral` puts the feature's neutral value everywhere; `shuffled` gives each pair
+    another pair's values, cut or filled to its own words."""
+    data = load_split(store, "toy", "train", tiny_tokenizer(), feature=feature)
+    rows = np.arange(len(data))
+    stored = data.batch_arrays(rows)
+    neutral = data.with_features("neutral").batch_arrays(rows)
+    shuffled = data.with_features("shuffled").batch_arrays(rows)
+    key = {"wup": "prior_grid", "dep": "prior_grid", "sdoi": "sdoi_mask", "emb": "word_vectors"}[feature]
+    assert not np.array_equal(stored[key], neutral[key]) and not np.array_equal(stored[key], shuffled[key])
+    if key == "prior_grid":
+        assert (neutral[key] == 1.0).all()
+    elif key == "word_vectors":
+        assert (neutral[key] == 0).all()
+    else:
+        real = stored["attention_mask"].astype(bool)
+        assert (neutral[key] == ((real[:, :, None] & real[:, None, :]) | np.eye(real.shape[1], dtype=bool))).all()
+    assert data.with_features("shuffled").fingerprint["features"] == "shuffled"
+    with pytest.raises(PriorError, match="unknown feature mode"):
+        data.with_features("gone")
+
+
+def test_data_shuffled_pair_matrix_is_the_donors(store) -> None:  # noqa: ANN001
+    from trainers.data import derangement
+
+    data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup")
+    shuffled = data.with_features("shuffled").source
+    donors = derangement(len(data))
+    for i, d in enumerate(donors):
+        n, m = data.word_counts[i]
+        got = shuffled.matrices.get(int(shuffled.index[i]))
+        want = data.source.matrices.get(int(data.source.index[d]))
+        k, j = min(n, want.shape[0]), min(m, want.shape[1])
+        np.testing.assert_array_equal(got[:k, :j], want[:k, :j])
+        assert got.shape == (n, m) and (got[k:, :] == 1).all() and (got[:, j:] == 1).all()

@@ -174,3 +174,65 @@ def test_loop_dep_view_is_for_dafa_only(tmp_path: Path, setup: tuple[Path, Path]
     result = invoke_train("sgnet", store, backbone, tmp_path / "o", "--dep-view", "dep-no-tfidf")
     assert result.exit_code == 1
     assert "--dep-view dep-no-tfidf applies to DAFA models only" in result.output
+
+
+def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> dict:
+    """A model's outputs on the toy test split with its feature stored, neutral and shuffled
+    (GiBERT's zero-initialised gate opened, as training opens it)."""
+    import torch
+
+    from featurestore import open_store
+    from trainers.backbones import build_model, load_tokenizer
+    from trainers.data import load_split
+    from trainers.loop import Runtime, predict
+    from trainers.models import MODEL_CLASSES
+    from trainers.registry import MODEL_FEATURES
+
+    store, backbone = setup
+    net = build_model(MODEL_CLASSES[model], str(backbone), num_labels=2, seed=1, options=options).eval()
+    if model == "gibert":
+        with torch.no_grad():
+            net.bert.encoder.layer[net.injection_index].injection.gate.fill_(1.0)
+    data = load_split(open_store(store, create=False), "toy", "test", load_tokenizer(str(backbone)),
+                      feature=MODEL_FEATURES[model], max_length=64)
+    rt = Runtime(torch.device("cpu"))
+    return {mode: predict(net, data.with_features(mode), 4, rt) for mode in ("stored", "neutral", "shuffled")}
+
+
+@pytest.mark.parametrize(("model", "options"), [("bert-sim", {}), ("dafa", {}), ("gibert", {"embedding_dim": 3}),
+                                                ("sgnet", {"pool": "mean"})])
+def test_loop_destroying_the_feature_changes_the_logits(setup: tuple[Path, Path], model: str,
+                                                        options: dict) -> None:
+    """What `prior eval --features neutral|shuffled` measures. A random tiny BERT attends
+    almost uniformly, so the change is small; CPU arithmetic is deterministic, so a model that
+    ignored its feature would give the very same bits."""
+    import numpy as np
+
+    logits = feature_logits(setup, model, **options)
+    assert not np.array_equal(logits["stored"], logits["neutral"])
+    assert not np.array_equal(logits["stored"], logits["shuffled"])
+
+
+def test_loop_sgnet_cls_pooling_cannot_see_the_mask(setup: tuple[Path, Path]) -> None:
+    """The paper's SG-Net reads h̄ at [CLS], and [CLS] attends to itself only: any SDOI mask
+    gives the same logits (only the full mask, which lets [CLS] see the words, moves them)."""
+    import numpy as np
+
+    logits = feature_logits(setup, "sgnet")
+    np.testing.assert_array_equal(logits["stored"], logits["shuffled"])
+    assert not np.array_equal(logits["stored"], logits["neutral"])
+
+
+def test_loop_eval_features_option(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    store, backbone = setup
+    out = tmp_path / "run"
+    run("train", "bert-sim", "--backbone", backbone, "--dataset", "toy", "--store", store, "--output", out,
+        "--epochs", "1", "--batch-size", "2", "--no-progress")
+    for mode in ("stored", "neutral", "shuffled"):
+        text = run("eval", out, "--split", "test", "--features", mode)
+        assert "accuracy=" in text.splitlines()[-1] and (mode == "stored" or f"features {mode}" in text)
+    plain = tmp_path / "plain"
+    run("train", "bert", "--backbone", backbone, "--dataset", "toy", "--store", store, "--output", plain,
+        "--epochs", "1", "--batch-size", "2", "--no-progress")
+    result = CliRunner().invoke(app(), ["eval", str(plain), "--features", "neutral"])
+    assert result.exit_code == 1 and "reads no store feature" in result.output

@@ -97,11 +97,39 @@ class FeatureSource(Protocol):
 
     def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]: ...
 
+    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> FeatureSource:
+        """The source with its feature destroyed: the neutral value, or another pair's values
+        (``donors[i]`` lends pair i its feature, cut or filled to ``counts[i]`` = (words of A,
+        words of B)); ``lengths`` are the encoded pairs' lengths."""
+        ...
+
 
 def _flat(data: FeatureData, component: str) -> FlatMatrices:
     cols = data.cols[component].astype(np.int64)
     return FlatMatrices(values=data.flat[component], offsets=data.offsets[component].astype(np.int64),
                         rows=data.rows[component].astype(np.int64), cols=np.where(cols < 0, 1, cols))
+
+
+#: how `prior eval --features` feeds a model its feature: as stored, replaced by the neutral
+#: value, or by another pair's feature (a fixed derangement of the split's pairs)
+FEATURE_MODES = ("stored", "neutral", "shuffled")
+
+
+def derangement(n: int, seed: int = 0) -> np.ndarray:
+    """A fixed permutation of ``n`` items in which no item keeps its place (n > 1): item
+    ``order[k]`` takes the place of ``order[k + 1]`` in a seeded random order."""
+    order = np.random.default_rng(seed).permutation(n)
+    out = np.empty(n, dtype=np.int64)
+    out[order] = np.roll(order, -1)
+    return out
+
+
+def _fit(donor: np.ndarray, shape: tuple[int, ...], fill: float) -> np.ndarray:
+    """``donor``'s values on a ``shape`` array: its overlapping corner, ``fill`` beyond it."""
+    out = np.full(shape, fill, dtype=donor.dtype)
+    corner = tuple(slice(0, min(a, b)) for a, b in zip(shape, donor.shape))
+    out[corner] = donor[corner]
+    return out
 
 
 @dataclass
@@ -112,29 +140,60 @@ class PairGridSource:
     matrices: FlatMatrices | FrontPadded
     index: np.ndarray  # (N,) item of each split row in ``matrices``
     fingerprint: dict[str, Any]
+    neutral: float = 1.0
 
     def __post_init__(self) -> None:
-        self.matrices = FrontPadded.of(self.matrices, 1.0)  # neutral 1, once per split
+        self.matrices = FrontPadded.of(self.matrices, self.neutral)  # once per split
 
     def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        return {"prior_grid": pair_grid(seg, wid, self.matrices, self.index[rows], neutral=1.0)}
+        return {"prior_grid": pair_grid(seg, wid, self.matrices, self.index[rows], neutral=self.neutral)}
+
+    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> PairGridSource:
+        """Every pair's matrix the neutral 1 (``neutral``) or another pair's, cut or filled with
+        1 to this pair's n × m words (``shuffled``; ``donors[i]`` gives pair i its matrix)."""
+        mats = [np.full((int(n), int(m)), self.neutral, np.float32) if mode == "neutral" else
+                _fit(self.matrices.get(int(self.index[d])), (int(n), int(m)), self.neutral)
+                for (n, m), d in zip(counts, donors)]
+        return replace(self, matrices=FlatMatrices.from_list(mats, np.float32), index=np.arange(len(mats)),
+                       fingerprint={**self.fingerprint, "perturbed": mode})
 
 
 @dataclass
 class MaskSource:
-    """Per-sentence masks (SG-Net's SDOI) → ``sdoi_mask``."""
+    """Per-sentence masks (SG-Net's SDOI) → ``sdoi_mask``. With ``full_lengths`` (the neutral
+    mask; the split's encoded lengths) every real piece sees every real piece, as in plain
+    self-attention, and padding sees itself."""
 
     name: str
     masks: FlatMatrices | FrontPadded
     index_a: np.ndarray
     index_b: np.ndarray
     fingerprint: dict[str, Any]
+    full_lengths: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.masks = FrontPadded.of(self.masks, 0)  # 0: not allowed, once per split
 
     def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        if self.full_lengths is not None:
+            T = seg.shape[1]
+            real = np.arange(T)[None, :] < self.full_lengths[rows][:, None]  # (B, T)
+            return {"sdoi_mask": (real[:, :, None] & real[:, None, :]) | np.eye(T, dtype=bool)}
         return {"sdoi_mask": mask_grid(seg, wid, self.masks, self.index_a[rows], self.index_b[rows])}
+
+    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> MaskSource:
+        """The full mask (``neutral``) or each sentence's mask taken from the same side of
+        another pair, cut or filled (visible) to this sentence's words (``shuffled``)."""
+        fingerprint = {**self.fingerprint, "perturbed": mode}
+        if mode == "neutral":
+            return replace(self, full_lengths=np.asarray(lengths), fingerprint=fingerprint)
+        masks = []
+        for (n, m), d in zip(counts, donors):
+            masks.append(_fit(self.masks.get(int(self.index_a[d])), (int(n), int(n)), 1))
+            masks.append(_fit(self.masks.get(int(self.index_b[d])), (int(m), int(m)), 1))
+        rows = np.arange(len(counts))
+        return replace(self, masks=FlatMatrices.from_list(masks, np.uint8), index_a=2 * rows,
+                       index_b=2 * rows + 1, fingerprint=fingerprint)
 
 
 @dataclass
@@ -155,6 +214,19 @@ class VectorSource:
     def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
         ids = word_rows(seg, wid, self.ids, self.index_a[rows], self.index_b[rows], missing=-1)
         return {"word_vectors": self.table[ids]}  # (B, T, E); -1 → zero row
+
+    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> VectorSource:
+        """Zero vectors for every word (``neutral``: id -1) or each sentence's word ids taken
+        from the same side of another pair, cut or filled with -1 (``shuffled``)."""
+        ids = []
+        for (n, m), d in zip(counts, donors):
+            for size, item in ((n, self.index_a[d]), (m, self.index_b[d])):
+                own = np.full((int(size), 1), -1, np.int32)
+                ids.append(own if mode == "neutral" else _fit(self.ids.get(int(item)).astype(np.int32),
+                                                              (int(size), 1), -1))
+        rows = np.arange(len(counts))
+        return replace(self, ids=FlatMatrices.from_list(ids, np.int32), index_a=2 * rows, index_b=2 * rows + 1,
+                       fingerprint={**self.fingerprint, "perturbed": mode})
 
 
 def read_entries(store: Store, feature: str, dataset: str, split: str, *,
@@ -278,6 +350,7 @@ class PairData:
     source: FeatureSource | None
     fingerprint: dict[str, Any]
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    word_counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))  # (N, 2)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -285,6 +358,23 @@ class PairData:
     def subset(self, positions: np.ndarray) -> PairData:
         """The pairs at ``positions`` (indices into this object's pairs)."""
         return replace(self, rows=self.rows[np.asarray(positions, dtype=np.int64)])
+
+    def with_features(self, mode: str, seed: int = 0) -> PairData:
+        """The same pairs with the feature as stored, replaced by its neutral value
+        (``neutral``: all-ones grid, full-visibility mask, zero vectors) or by another pair's
+        (``shuffled``: a fixed derangement of the split's pairs, seeded by ``seed``; a lent
+        feature is cut to this pair's words or filled with the neutral value). A model that
+        scores the same either way does not use its feature."""
+        if mode not in FEATURE_MODES:
+            raise PriorError(f"unknown feature mode {mode!r}; choose one of {', '.join(FEATURE_MODES)}")
+        if mode == "stored":
+            return self
+        if self.source is None:
+            raise PriorError(f"{self.dataset}/{self.split} was read without a store feature: a model "
+                             "that reads none has nothing to replace")
+        donors = derangement(len(self.pair_keys), seed)
+        source = self.source.perturbed(mode, self.word_counts, donors, self.encoded.lengths)
+        return replace(self, source=source, fingerprint={**self.fingerprint, "features": mode})
 
     def batch_arrays(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """Numpy arrays of one batch, padded to its longest pair."""
@@ -375,7 +465,8 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
                    "entries": dict(source.fingerprint) if source else {}}
     if feature == "dep":
         fingerprint["dep_view"] = dep_view
+    counts = np.array([[len(words[a]), len(words[b])] for a, b in zip(key_a, key_b)], dtype=np.int64)
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
                     labels=labels, label_kind=kind, label_names=names, encoded=encoded,
                     source=source, fingerprint=fingerprint,
-                    rows=np.arange(len(pair_keys), dtype=np.int64))
+                    rows=np.arange(len(pair_keys), dtype=np.int64), word_counts=counts.reshape(-1, 2))

@@ -95,6 +95,10 @@ class FrontPadded:
         values = np.concatenate([np.array([front], dtype=m.values.dtype), m.values])
         return cls(values, m.offsets + 1, m.rows, m.cols)
 
+    def get(self, i: int) -> np.ndarray:
+        o, r, c = int(self.offsets[i]), int(self.rows[i]), int(self.cols[i])
+        return self.values[o:o + r * c].reshape(r, c)
+
 
 def _starts(seg: np.ndarray, wid: np.ndarray, which: int, offsets: np.ndarray, cols: np.ndarray,
             it: type) -> tuple[np.ndarray, np.ndarray]:

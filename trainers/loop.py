@@ -426,10 +426,11 @@ def checkpoint_dir(path: Path | str) -> Path:
 
 def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
                         store: str | None = None, limit: int | None = None,
-                        batch_size: int | None = None) -> dict[str, float]:
+                        batch_size: int | None = None, features: str = "stored") -> dict[str, float]:
     """Metrics of a saved checkpoint on one split of the store (default: the dataset it was
     trained on), read from exactly the feature entries it was trained on (`prior.json`): a store
-    whose entries do not hold that split is an error naming the build line that adds them."""
+    whose entries do not hold that split is an error naming the build line that adds them.
+    ``features``: as stored, or destroyed (``neutral``, ``shuffled``; `PairData.with_features`)."""
     rt = runtime()
     model, tokenizer, meta = load_checkpoint(checkpoint_dir(checkpoint))
     dataset = dataset or meta["dataset"]
@@ -439,6 +440,9 @@ def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, spli
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
                       feature=meta["feature"], entries=trained.get("entries") or None, limit=limit,
                       dep_view=meta.get("dep_view", "dep"))
+    if features != "stored" and meta["feature"] is None:
+        raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
+    data = data.with_features(features)
     model.to(rt.device)
     names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
     return evaluate(model, data, batch_size or settings["batch_size"], rt, names)

@@ -11,6 +11,16 @@ block-diagonal: a word piece may attend to the pieces of its own word and of its
 in its own sentence; [CLS], [SEP] and [PAD] attend to themselves only. "M · QKᵀ" (eq. 7) is
 read as restriction: disallowed positions get the dtype's most negative value before softmax.
 Option ``learn_alpha``: the authors' code learns the two weights (both start at 0.5).
+
+What the paper's design implies for classification: [CLS] attends to itself only in the
+syntax-guided layer (§3.2, footnote 11), and the prediction reads H̄ at [CLS] alone (§4.3:
+"the first token representation h̄_0 in H̄"), so h̄_0 = α·h_0 + (1−α)·layer(h_0) does not depend
+on the SDOI mask at all: one syntax-guided layer cannot pass the mask to the classifier. (The
+authors' RACE code leaves [CLS]'s mask row empty, which makes [CLS] attend uniformly to every
+position; its output then depends on the values, not on the mask, either.) `prior eval
+--features shuffled` shows it: the logits are unchanged. Option ``pool="mean"`` (ours, not the
+paper's) pools the mean of H̄ over the pair's real tokens instead of [CLS], so the word
+positions the mask shapes reach the pooler and the classifier.
 """
 
 from __future__ import annotations
@@ -30,9 +40,11 @@ from trainers.models.base import PriorBertModel, restrict_mask
 class SgNetModel(PriorBertModel):
     model_name = "sgnet"
     batch_features = ("sdoi_mask",)
-    default_options = {"alpha": 0.5, "learn_alpha": False}
+    default_options = {"alpha": 0.5, "learn_alpha": False, "pool": "cls"}
 
     def build_prior(self, config: BertConfig) -> None:
+        if self.options["pool"] not in ("cls", "mean"):
+            raise ValueError(f"sgnet option pool must be 'cls' (the paper) or 'mean', not {self.options['pool']!r}")
         self.sg_layer = BertLayer(config)
         alpha = float(self.options["alpha"])
         weights = torch.tensor([alpha, 1.0 - alpha])
@@ -63,7 +75,11 @@ class SgNetModel(PriorBertModel):
         H_sg = self.sg_layer(H, sg_mask)  # (B, T, C)
         w = self.sg_weights.to(H.dtype)
         H_bar = w[0] * H + w[1] * H_sg  # (B, T, C), eq. 9
-        pooled = self.bert.pooler(H_bar)  # (B, C)
+        if self.options["pool"] == "mean":
+            keep = (attention_mask if attention_mask is not None else torch.ones(H.shape[:2], device=H.device))
+            keep = keep.to(H.dtype)[:, :, None]  # (B, T, 1)
+            H_bar = ((H_bar * keep).sum(1) / keep.sum(1).clamp(min=1.0))[:, None]  # (B, 1, C)
+        pooled = self.bert.pooler(H_bar)  # (B, C): dense + tanh of the first position
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = self.pair_loss(logits, labels) if labels is not None else None
         return SequenceClassifierOutput(loss=loss, logits=logits)
