@@ -32,8 +32,8 @@ The authors' released code (xiatingyu/Bert_sim) gives two presets, each reimplem
 rules of one script and applied to our words (no proper-name rule, no POS restriction):
 
 Preset ``"uerbert-code"``: the script the authors run to make the matrices for both ESIM and
-BERT, ESIM/scripts/preprocessing/get_similarity.py (UER's scripts only lay its output out on
-BERT's token grid):
+BERT, ESIM/scripts/preprocessing/get_similarity.py (get_quora_similarity.py for QQP has the same
+rules; UER's scripts only lay its output out on BERT's token grid):
 - a word's key is its surface form lowercased with ASCII punctuation (``string.punctuation``)
   deleted; words that become empty (punctuation tokens, which the authors' whitespace
   tokenization never produced) score 0;
