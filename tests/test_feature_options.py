@@ -54,6 +54,14 @@ def test_unknown_names_fail_before_any_work():
         features_for(["sdoi"], BuildOptions(dataset="snli", features=("sdoi",), feature_options={"wup": {}}))
     wup = features_for(["wup"], opts(wup={"preset": "uerbert-code"}))[0]
     assert wup.params()["preset"] == "uerbert-code"
+    # A list reaches a feature as one comma-separated string; an empty value is "".
+    given = parse_feature_options(["wup.name_entities=PERSON,GPE", "sdoi.relation=span-interval",
+                                   "sdoi.leaf_self_loops=false"])
+    assert given["sdoi"] == {"relation": "span-interval", "leaf_self_loops": False}
+    wup = features_for(["wup"], opts(wup=given["wup"]))[0]
+    assert wup.params()["proper_names"]["entities"] == ["GPE", "PERSON"]
+    empty = parse_feature_options(["wup.name_entities="])["wup"]
+    assert features_for(["wup"], opts(wup=empty))[0].params()["proper_names"]["entities"] == []
 
 
 def _build(store, *extra, features="dep"):
