@@ -46,7 +46,7 @@ def test_unknown_names_fail_before_any_work():
 
     with pytest.raises(PriorError, match="unknown option.*wup: colour; accepted: .*preset"):
         features_for(["wup"], opts(wup={"colour": 1}))
-    with pytest.raises(PriorError, match="feature sdoi: x; accepted: none"):
+    with pytest.raises(PriorError, match="feature sdoi: x; accepted: leaf_self_loops, relation"):
         features_for(["sdoi"], opts(sdoi={"x": 1}))
     with pytest.raises(PriorError, match="unknown dep options"):
         features_for(["dep"], opts(dep={"gamma": 1}))
@@ -54,10 +54,18 @@ def test_unknown_names_fail_before_any_work():
         features_for(["sdoi"], BuildOptions(dataset="snli", features=("sdoi",), feature_options={"wup": {}}))
     wup = features_for(["wup"], opts(wup={"preset": "uerbert-code"}))[0]
     assert wup.params()["preset"] == "uerbert-code"
+    # A list reaches a feature as one comma-separated string; an empty value is "".
+    given = parse_feature_options(["wup.name_entities=PERSON,GPE", "sdoi.relation=span-interval",
+                                   "sdoi.leaf_self_loops=false"])
+    assert given["sdoi"] == {"relation": "span-interval", "leaf_self_loops": False}
+    wup = features_for(["wup"], opts(wup=given["wup"]))[0]
+    assert wup.params()["proper_names"]["entities"] == ["GPE", "PERSON"]
+    empty = parse_feature_options(["wup.name_entities="])["wup"]
+    assert features_for(["wup"], opts(wup=empty))[0].params()["proper_names"]["entities"] == []
 
 
-def _build(store, *extra):
-    return runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "dep", "--parser",
+def _build(store, *extra, features="dep"):
+    return runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", features, "--parser",
                                "spacy", "--limit", "4", "--workers", "0", "--store", str(store), *extra])
 
 
@@ -73,3 +81,18 @@ def test_cli_option_makes_a_second_entry_beside_the_default(tmp_path):
     assert default.key != tuned.key
     bad = _build(store_dir, "-o", "dep.gamma=1")
     assert bad.exit_code == 1 and "unknown dep options" in bad.output and "Traceback" not in bad.output
+
+
+def test_cli_sdoi_span_interval_is_an_entry_beside_the_unchanged_default(tmp_path):
+    from pipeline.features.sdoi import SdoiFeature
+
+    store_dir = tmp_path / "s"
+    assert _build(store_dir, features="sdoi").exit_code == 0
+    second = _build(store_dir, "-o", "sdoi.relation=span-interval", "-o", "sdoi.leaf_self_loops=false",
+                    features="sdoi")
+    assert second.exit_code == 0, second.output
+    default, authors = open_store(store_dir).entries("sdoi")  # oldest first
+    assert default.params == SdoiFeature().params()
+    assert authors.params == {"relation": "span-interval", "leaf_self_loops": False,
+                              "roots": "forest-per-tree", "dtype": "uint8"}
+    assert default.key != authors.key

@@ -1,4 +1,5 @@
-"""SG-Net's SDOI mask: ancestors-or-self per word, on hand-built trees."""
+"""SG-Net's SDOI mask: ancestors-or-self per word (the paper), and the authors' span intervals,
+on hand-built trees."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import numpy as np
 import pytest
 
 from featurestore.errors import DataError, PriorError
+from featurestore.keys import entry_key, params_key
 from pipeline.features.base import Feature
-from pipeline.features.sdoi import SdoiFeature, sdoi_mask
+from pipeline.features.sdoi import SdoiFeature, sdoi_mask, span_interval_mask
 from pipeline.parsers.base import Parse
 
 
@@ -116,3 +118,107 @@ def test_sdoi_feature_names_the_sentence_with_a_cycle() -> None:
     bad = make_parse(["a", "b", "c"], [2, 3, 1])  # Parse allows it: only self-heads are refused
     with pytest.raises(DataError, match="sentence 1 of the batch \\('a b c'\\).*cycle"):
         SdoiFeature().compute([make_parse(["ok"], [0]), bad])
+
+
+# ---------------------------------------------------------------- the authors' span intervals
+# "the crew all ate lunch alone", parsed non-projectively: "alone" (a depictive of the subject)
+# hangs on "crew" across "ate", and "all" hangs on "lunch" across "ate".
+CREW_WORDS = ["the", "crew", "all", "ate", "lunch", "alone"]
+CREW_HEADS = [2, 4, 5, 0, 4, 2]
+# Intervals by hand: the [1,1], crew [1,6] (the, crew, alone), all [3,3], ate [1,6],
+# lunch [3,5] (all, lunch), alone [6,6]. Row i sees column j iff i lies in j's interval.
+CREW_SPAN = np.array([
+    # the crew all ate lunch alone
+    [1, 1, 0, 1, 0, 0],   # the: itself, crew, ate (= its ancestors)
+    [0, 1, 0, 1, 0, 0],   # crew: itself, ate
+    [0, 1, 1, 1, 1, 0],   # all: crew (unrelated: not its ancestor), ate, lunch, itself
+    [0, 1, 0, 1, 1, 0],   # ate (root): crew and lunch, its own descendants
+    [0, 1, 0, 1, 1, 0],   # lunch: crew (unrelated), ate, itself
+    [0, 1, 0, 1, 0, 1],   # alone: crew, ate, itself
+], dtype=np.uint8)
+
+
+def test_sdoi_span_interval_on_a_non_projective_tree() -> None:
+    span = span_interval_mask(CREW_HEADS)
+    np.testing.assert_array_equal(span, CREW_SPAN)
+    paper = sdoi_mask(CREW_HEADS)
+    assert paper[3].tolist() == [0, 0, 0, 1, 0, 0]       # the paper: the root sees itself only
+    extra = {(CREW_WORDS[i], CREW_WORDS[j]) for i, j in zip(*np.nonzero(span & ~paper))}
+    assert extra == {("ate", "crew"), ("ate", "lunch"), ("lunch", "crew"), ("all", "crew")}
+    assert not (paper & ~span).any()                      # every ancestor lies in the interval
+
+
+def test_sdoi_span_interval_without_leaf_self_loops() -> None:
+    span = span_interval_mask(CREW_HEADS, leaf_self_loops=False)
+    leaves = [0, 2, 5]                                    # the, all, alone: one-word intervals
+    expected = CREW_SPAN.copy()
+    expected[:, leaves] = 0
+    np.testing.assert_array_equal(span, expected)
+    assert np.diag(span).tolist() == [0, 1, 0, 1, 1, 0]   # words with dependents keep theirs
+    assert span[0].tolist() == [0, 1, 0, 1, 0, 0]         # a leaf still sees its ancestors
+
+
+def test_sdoi_span_interval_equals_the_paper_on_projective_trees() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n = int(rng.integers(1, 25))
+        heads = _random_projective_heads(rng, 1, n)
+        np.testing.assert_array_equal(span_interval_mask(heads), sdoi_mask(heads))
+
+
+def _random_projective_heads(rng: np.random.Generator, lo: int, hi: int, parent: int = 0) -> list[int]:
+    """Heads (1-based) of a random projective tree over words lo..hi under ``parent``."""
+    heads = [0] * (hi - lo + 1)
+
+    def build(a: int, b: int, head: int) -> None:
+        if a > b:
+            return
+        root = int(rng.integers(a, b + 1))
+        heads[root - lo] = head
+        build(a, root - 1, root)
+        build(root + 1, b, root)
+
+    build(lo, hi, parent)
+    return heads
+
+
+def test_sdoi_span_interval_reproduces_convert_span_example() -> None:
+    # The heads and spans of the self-test in the authors' convert_span.py (1-based, inclusive).
+    heads = [2, 3, 0, 7, 7, 7, 3, 7, 10, 8, 7, 13, 11, 13, 3]
+    spans = [(1, 1), (1, 2), (1, 15), (4, 4), (5, 5), (6, 6), (4, 14), (8, 10), (9, 9), (9, 10),
+             (11, 14), (12, 12), (12, 14), (14, 14), (15, 15)]
+    m = span_interval_mask(heads)
+    for j, (a, b) in enumerate(spans):
+        assert np.flatnonzero(m[:, j]).tolist() == list(range(a - 1, b)), j
+
+
+def test_sdoi_span_interval_checks_heads() -> None:
+    assert span_interval_mask([]).shape == (0, 0)
+    assert span_interval_mask([0], leaf_self_loops=False).tolist() == [[0]]
+    with pytest.raises(DataError, match="cycle"):
+        span_interval_mask([2, 3, 1])
+
+
+def test_sdoi_relation_option_and_entry_keys() -> None:
+    default = SdoiFeature()
+    # The default's parameters, and so its entry key, are those of every sdoi entry built
+    # before the relation option existed.
+    assert params_key(default.params()) == params_key(
+        {"relation": "ancestor-or-self", "roots": "forest-per-tree", "dtype": "uint8"})
+    assert params_key(default.params()) == "4c0cd6d1eb6806971e516f63e48236a3"
+    assert entry_key("sdoi", 1, default.params(), "p") == entry_key(
+        "sdoi", 1, {"dtype": "uint8", "relation": "ancestor-or-self", "roots": "forest-per-tree"}, "p")
+    span, no_leaf = SdoiFeature(relation="span-interval"), SdoiFeature("span-interval", leaf_self_loops=False)
+    assert span.params() == {"relation": "span-interval", "leaf_self_loops": True,
+                             "roots": "forest-per-tree", "dtype": "uint8"}
+    assert len({params_key(f.params()) for f in (default, span, no_leaf)}) == 3
+    parse = make_parse(CREW_WORDS, CREW_HEADS)
+    np.testing.assert_array_equal(span.compute([parse])[0]["sdoi"], CREW_SPAN)
+    np.testing.assert_array_equal(default.compute([parse])[0]["sdoi"], sdoi_mask(CREW_HEADS))
+    assert no_leaf.compute([parse])[0]["sdoi"][0, 0] == 0
+    with pytest.raises(PriorError, match="unknown relation 'subtree'"):
+        SdoiFeature(relation="subtree")
+    with pytest.raises(PriorError, match="span-interval only"):
+        SdoiFeature(leaf_self_loops=False)
+    with pytest.raises(PriorError, match="true or false"):
+        SdoiFeature(relation="span-interval", leaf_self_loops="no")  # type: ignore[arg-type]

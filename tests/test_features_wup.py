@@ -1,4 +1,5 @@
-"""The ``wup`` feature against nltk itself, the paper's rules, and the uerbert-code preset."""
+"""The ``wup`` feature against nltk itself, the paper's rules, and the presets that follow the
+authors' scripts (uerbert-code, uerbert-uer)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from featurestore.errors import PriorError, ResourceError
 from featurestore.keys import params_key
 from pipeline.features.base import Feature
-from pipeline.features.wup import UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
+from pipeline.features.wup import NAME_ENTITIES, OTHER_ENTITIES, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
 from pipeline.features.wupalmer import WuPalmer
 from pipeline.parsers.base import Parse
 from pipeline.resources import wordnet as wnres
@@ -61,25 +62,38 @@ def code_feature(wordnet) -> WupFeature:  # noqa: ANN001
     return f
 
 
+@pytest.fixture(scope="module")
+def uer_feature(wordnet) -> WupFeature:  # noqa: ANN001
+    f = WupFeature(preset="uerbert-uer")
+    f.setup()
+    return f
+
+
+def is_name(upos: str, ent: str) -> bool:
+    """The paper's "proper names of people and places": PROPN, or a word of a name entity."""
+    return upos == "PROPN" or ent in NAME_ENTITIES
+
+
+def senses(wn, word: str, lemma: str, upos: str) -> list:  # noqa: ANN001
+    """The default's lookup: lemma, then surface form, lowercased, POS-restricted when mapped."""
+    pos = UPOS_TO_WN.get(upos)
+    return wn.synsets(lemma.lower(), pos=pos) or wn.synsets(word.lower(), pos=pos)
+
+
+def hierarchy(s) -> str:  # noqa: ANN001
+    return "a" if s.pos() in "as" else s.pos()
+
+
 def reference_cell(wn, a: tuple[str, str, str, str], b: tuple[str, str, str, str]) -> float:  # noqa: ANN001
     """FORMULAS.md's default, straight from nltk calls (no code of ours)."""
     (wa, la, ua, ea), (wb, lb, ub, eb) = a, b
-    if ua == "PROPN" or ea or ub == "PROPN" or eb:
+    if is_name(ua, ea) or is_name(ub, eb):
         return float(wa == wb)
-
-    def senses(word: str, lemma: str, upos: str) -> list:  # noqa: ANN202
-        pos = UPOS_TO_WN.get(upos)
-        return wn.synsets(lemma.lower(), pos=pos) or wn.synsets(word.lower(), pos=pos)
-
-    sa, sb = senses(wa, la, ua), senses(wb, lb, ub)
+    sa, sb = senses(wn, wa, la, ua), senses(wn, wb, lb, ub)
     if not sa or not sb:
         return 0.0
     if set(sa) & set(sb):
         return 1.0
-
-    def hierarchy(s) -> str:  # noqa: ANN001
-        return "a" if s.pos() in "as" else s.pos()
-
     values = [x.wup_similarity(y) for x in sa for y in sb if hierarchy(x) == hierarchy(y)]
     return max([v for v in values if v is not None], default=0.0)
 
@@ -145,15 +159,108 @@ def test_wup_synonyms_score_one(feature: WupFeature) -> None:
 
 def test_wup_proper_names_identical_only(feature: WupFeature) -> None:
     a = make_parse([("Amrozi", "Amrozi", "PROPN"), ("Monday", "Monday", "PROPN"),
-                    ("Safeway", "Safeway", "PROPN"), ("dog", "dog", "NOUN")], ["PERSON", "DATE", "ORG", ""])
+                    ("Safeway", "Safeway", "PROPN"), ("dog", "dog", "NOUN"), ("bank", "bank", "NOUN")],
+                   ["PERSON", "DATE", "ORG", "", "ORG"])
     b = make_parse([("Amrozi", "Amrozi", "PROPN"), ("Tuesday", "Tuesday", "NOUN"),
-                    ("safeway", "safeway", "NOUN"), ("dog", "dog", "NOUN")], ["PERSON", "DATE", "", ""])
+                    ("safeway", "safeway", "NOUN"), ("dog", "dog", "NOUN"), ("banks", "bank", "NOUN")],
+                   ["PERSON", "DATE", "", "", ""])
     s = feature.compute([(a, b)])[0]["wup"]
     assert s[0, 0] == 1.0                 # identical names
-    assert s[1, 1] == 0.0                 # entity words: WordNet not consulted (it relates days)
+    assert s[1, 1] == 0.0                 # PROPN: WordNet not consulted (it relates days)
     assert s[2, 2] == 0.0                 # identity is case-sensitive
     assert s[0, 3] == 0.0 and s[3, 0] == 0.0
     assert s[3, 3] == 1.0
+    assert s[4, 4] == 0.0                 # a NOUN inside an ORG name is a name too
+
+
+def test_wup_date_and_number_words_are_ordinary_words(feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+    """"day" in "one day" (DATE) against "mother": WordNet's value, not the name rule's 0."""
+    a = make_parse([("one", "one", "NUM"), ("day", "day", "NOUN")], ["DATE", "DATE"])
+    b = make_parse([("his", "his", "PRON"), ("mother", "mother", "NOUN")])
+    s = feature.compute([(a, b)])[0]["wup"]
+    want = max(x.wup_similarity(y) for x in wordnet.synsets("day", "n") for y in wordnet.synsets("mother", "n"))
+    assert s[1, 1] == pytest.approx(want, abs=1e-6) and s[1, 1] == pytest.approx(4 / 7)  # day.n.10 × mother.n.03
+    assert_matches_reference(wordnet, feature, a, b)
+    for label in OTHER_ENTITIES:          # TIME, CARDINAL, …: the same
+        a = make_parse([("day", "day", "NOUN")], [label])
+        assert feature.compute([(a, b)])[0]["wup"][0, 1] == pytest.approx(want, abs=1e-6), label
+    # Version 1's rule, every entity a name, is still available as name_entities="any".
+    old = WupFeature(name_entities="any").compute([(a, b)])[0]["wup"]
+    assert old[0, 1] == 0.0
+
+
+@pytest.fixture(scope="module")
+def snli_test_pairs() -> list[tuple[Parse, Parse]]:
+    """The bundled SNLI test slice (294 pairs) parsed by the project's `spacy` backend.
+
+    Words, lemmas, UPOS and entities come from spaCy's annotator for every backend (the default
+    `biaffine` parser replaces heads and relations only, which ``wup`` does not read), so these
+    are the inputs a default build gives ``wup``; the spacy backend parses them in seconds.
+    """
+    from pipeline.datasets import read_split
+    from pipeline.parsers import get_parser
+
+    data = read_split("snli", "test", hub=False)
+    try:
+        parser = get_parser("spacy")
+        texts = sorted({t for row in data.pairs for t in (row.text_a, row.text_b)})
+        parses = dict(zip(texts, parser.parse(texts)))
+    except ResourceError as exc:
+        pytest.skip(f"no spaCy model: {exc}")
+    return [(parses[row.text_a], parses[row.text_b]) for row in data.pairs]
+
+
+def test_wup_snli_date_time_number_words_keep_their_wordnet_value(
+        snli_test_pairs: list[tuple[Parse, Parse]], feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+    """No cell where a word inside a DATE, TIME or number entity scores 0 against a word it
+    shares a WordNet hierarchy with (real parses); version 1's rule zeroed nearly all of them."""
+    names_v1 = WupFeature(name_entities="any")
+    found: dict[tuple[str, str, str], set[str]] = {}
+
+    def hierarchies(word: str, lemma: str, upos: str) -> set[str]:
+        key = (word, lemma, upos)
+        if key not in found:
+            found[key] = {hierarchy(x) for x in senses(wordnet, word, lemma, upos)}
+        return found[key]
+
+    checked = zero_in_v1 = 0
+    for a, b in snli_test_pairs:
+        s, s_v1 = feature.compute([(a, b)])[0]["wup"], names_v1.compute([(a, b)])[0]["wup"]
+        for x, y, m, m_v1 in ((a, b, s, s_v1), (b, a, s.T, s_v1.T)):
+            for i in range(len(x)):
+                if x.ents[i] not in OTHER_ENTITIES or x.upos[i] == "PROPN":
+                    continue
+                h = hierarchies(x.words[i], x.lemmas[i], x.upos[i])
+                for j in range(len(y)):
+                    if is_name(y.upos[j], y.ents[j]) or not h & hierarchies(y.words[j], y.lemmas[j], y.upos[j]):
+                        continue
+                    checked += 1
+                    assert m[i, j] > 0, (x.words[i], x.ents[i], y.words[j])
+                    zero_in_v1 += m_v1[i, j] == 0
+    assert checked > 500 and zero_in_v1 > 0.9 * checked, (checked, zero_in_v1)
+
+
+def test_wup_name_entities_option() -> None:
+    default = WupFeature().params()["proper_names"]
+    names = ["EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "NORP", "ORG", "PERSON", "PRODUCT", "WORK_OF_ART"]
+    assert default == {"upos": ["PROPN"], "entities": names, "match": "identical-surface"}
+    assert sorted(NAME_ENTITIES) == names and not set(names) & set(OTHER_ENTITIES)
+    # From the command line: one string, comma-separated; "" = PROPN only; "any" = every entity.
+    given = WupFeature(name_entities="PERSON, GPE").params()["proper_names"]["entities"]
+    assert given == ["GPE", "PERSON"]
+    assert WupFeature(name_entities=["GPE", "PERSON"]).params() == WupFeature(name_entities="GPE,PERSON").params()
+    assert WupFeature(name_entities="").params()["proper_names"]["entities"] == []
+    assert WupFeature(name_entities="any").params()["proper_names"]["entities"] == "any"
+    keys = {params_key(WupFeature(name_entities=v).params()) for v in (None, "", "any", "PERSON")}
+    assert len(keys) == 4
+    with pytest.raises(PriorError, match="unknown entity type.*PERSN"):
+        WupFeature(name_entities="PERSN")
+    with pytest.raises(PriorError, match="default preset only"):
+        WupFeature(preset="uerbert-code", name_entities="PERSON")
+    person_only = WupFeature(name_entities="PERSON")
+    a = make_parse([("bank", "bank", "NOUN")], ["ORG"])
+    b = make_parse([("banks", "bank", "NOUN")])
+    assert person_only.compute([(a, b)])[0]["wup"][0, 0] == 1.0     # an ORG word is a word here
 
 
 def test_wup_not_in_wordnet_and_stop_words_are_zero(feature: WupFeature) -> None:
@@ -196,59 +303,85 @@ def test_wup_adjectives_meet_in_simulated_root(feature: WupFeature) -> None:
     np.testing.assert_allclose(s[0]["wup"], [[0.5, 1.0]])
 
 
-def authors_cell(wn, word: str, targ: str) -> float:  # noqa: ANN001
-    """UER/get_similarity.py's loop body for one (word, targ), restated with nltk calls."""
-    stop = UERBERT_STOPWORDS
+def script_cell(wn, word: str, targ: str, script: str) -> float:  # noqa: ANN001
+    """One cell by the rules of the authors' scripts, restated with plain nltk calls.
+
+    ``"esim"``: ESIM/scripts/preprocessing/get_similarity.py (what the authors run): only its
+    "oov" pad token scores 0; synonyms are lemma names; with synsets but no Wu-Palmer value,
+    exact match. ``"uer"``: UER/get_similarity.py's uncalled function: its 36 stop words score
+    0; a lemma's first antonym also counts as a synonym; no value gives 0. Both: keys are
+    lowercased with ASCII punctuation deleted (an empty key, our punctuation token, is 0);
+    without synsets, exact match; else the mean of wup in both directions over all pairs.
+    """
     strip = str.maketrans("", "", string.punctuation)
     a, b = word.lower().translate(strip), targ.lower().translate(strip)
-
-    def syn_ant(w: str) -> tuple[list[str], list[str]]:
-        syns, ants = [], []
-        for s in wn.synsets(w):
-            for lemma in s.lemmas():
-                syns.append(lemma.name())
-                if lemma.antonyms():
-                    ants.append(lemma.antonyms()[0].name())
-        return syns, ants
-
-    left_syn, left_ant = syn_ant(a)
-    right_syn, right_ant = syn_ant(b)
-    left, right = wn.synsets(a), wn.synsets(b)
-    if a in stop or b in stop:
+    zero = {"oov"} if script == "esim" else UERBERT_STOPWORDS
+    if not a or not b or a in zero or b in zero:
         return 0.0
-    if left and right:
-        if b in left_ant or b in left_syn or a in right_ant or a in right_syn:
-            return 1.0
-        s1 = s2 = 0.0
-        c1 = c2 = 0
-        for x in left:
-            for y in right:
-                v1, v2 = x.wup_similarity(y), y.wup_similarity(x)
-                if v1 is not None:
-                    s1, c1 = s1 + v1, c1 + 1
-                if v2 is not None:
-                    s2, c2 = s2 + v2, c2 + 1
-        return (s1 + s2) / (c1 + c2) if c1 + c2 else 0.0
-    return 1.0 if word.lower() == targ.lower() else 0.0
+    sa, sb = wn.synsets(a), wn.synsets(b)
+    if not sa or not sb:
+        return float(a == b)
+
+    def synonyms(synsets: list) -> set[str]:
+        lemmas = [lemma for s in synsets for lemma in s.lemmas()]
+        names = {lemma.name() for lemma in lemmas}
+        if script == "uer":
+            names |= {lemma.antonyms()[0].name() for lemma in lemmas if lemma.antonyms()}
+        return names
+
+    if b in synonyms(sa) or a in synonyms(sb):
+        return 1.0
+    values = [v for x in sa for y in sb for v in (x.wup_similarity(y), y.wup_similarity(x)) if v is not None]
+    if values:
+        return sum(values) / len(values)
+    return float(script == "esim" and a == b)
 
 
-def test_wup_uerbert_code_preset_hand_checked(code_feature: WupFeature, wordnet) -> None:  # noqa: ANN001
-    # A hand-checked pair of short sentences (punctuation-free, as the authors' tokenizer sees it).
-    a = "Amrozi accused his bought into dog car good".split()
-    b = "amrozi charged the purchase cat automobile bad".split()
-    s = code_feature.compute([(make_parse([(w, w, "X") for w in a]), make_parse([(w, w, "X") for w in b]))])
-    s = s[0]["wup"]
-    for i, wa in enumerate(a):
-        for j, wb in enumerate(b):
-            assert s[i, j] == pytest.approx(authors_cell(wordnet, wa, wb), abs=1e-6), (wa, wb)
-    assert s[0, 0] == 1.0                       # no synsets: exact (lowercased) match
-    assert s[3, 3] == 1.0                       # bought / purchase: lemma-name synonym
-    assert s[6, 5] == 1.0 and s[7, 6] == 1.0    # car / automobile; good / bad (antonym rule)
-    assert not s[4].any() and not s[:, 2].any() # stop words "into", "the"
-    assert s[5, 4] == pytest.approx(0.32825985729713514)  # dog / cat: mean of both directions
+SCRIPT_A = "Amrozi accused his bought into in dog car good first oov".split()
+SCRIPT_B = "amrozi charged the purchase cat in into automobile bad second".split()
+
+
+def preset_matrix(feature: WupFeature) -> np.ndarray:
+    parses = make_parse([(w, w, "X") for w in SCRIPT_A]), make_parse([(w, w, "X") for w in SCRIPT_B])
+    return feature.compute([parses])[0]["wup"]
+
+
+def cell(s: np.ndarray, a: str, b: str) -> float:
+    return float(s[SCRIPT_A.index(a), SCRIPT_B.index(b)])
+
+
+def test_wup_uerbert_code_follows_the_esim_script(code_feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+    s = preset_matrix(code_feature)
+    for i, wa in enumerate(SCRIPT_A):
+        for j, wb in enumerate(SCRIPT_B):
+            assert s[i, j] == pytest.approx(script_cell(wordnet, wa, wb, "esim"), abs=1e-6), (wa, wb)
+    assert cell(s, "Amrozi", "amrozi") == 1.0     # no synsets: exact (lowercased) key match
+    assert cell(s, "into", "into") == 1.0         # no stop list: "into" has no synsets, same key
+    assert cell(s, "into", "the") == 0.0
+    assert cell(s, "in", "in") == 1.0             # "in" is a lemma name of its own synsets
+    assert cell(s, "bought", "purchase") == 1.0 and cell(s, "car", "automobile") == 1.0
+    assert cell(s, "dog", "cat") == pytest.approx(0.32825985729713514)  # mean, both directions
+    # No antonym rule: antonyms get the mean of Wu-Palmer.
+    assert cell(s, "first", "second") == pytest.approx(0.26906752507468, abs=1e-9)
+    assert 0 < cell(s, "good", "bad") < 0.5
+    assert not s[SCRIPT_A.index("oov")].any()     # the script's pad token is zeroed
     # Punctuation tokens, absent from the authors' grid, score 0; keys drop ASCII punctuation.
     assert code_feature.code_similarity(",", ",") == 0.0
     assert code_feature.code_similarity("Amrozi's", "amrozis") == 1.0
+
+
+def test_wup_uerbert_uer_follows_the_uer_function(uer_feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+    s = preset_matrix(uer_feature)
+    for i, wa in enumerate(SCRIPT_A):
+        for j, wb in enumerate(SCRIPT_B):
+            assert s[i, j] == pytest.approx(script_cell(wordnet, wa, wb, "uer"), abs=1e-6), (wa, wb)
+    assert cell(s, "Amrozi", "amrozi") == 1.0
+    assert cell(s, "into", "into") == 0.0 and cell(s, "in", "in") == 0.0   # stop words
+    assert not s[:, SCRIPT_B.index("the")].any()
+    assert cell(s, "first", "second") == 1.0 and cell(s, "good", "bad") == 1.0  # first antonyms
+    assert cell(s, "bought", "purchase") == 1.0
+    assert cell(s, "dog", "cat") == pytest.approx(0.32825985729713514)
+    assert uer_feature.code_similarity("oov", "oov") == 1.0  # an ordinary key: no synsets, same key
 
 
 def test_wup_params_resolved_and_stable(wordnet) -> None:  # noqa: ANN001
@@ -260,7 +393,13 @@ def test_wup_params_resolved_and_stable(wordnet) -> None:  # noqa: ANN001
     assert default["lookup"] == ["lemma", "surface"] and default["grid_special"] == "neutral"
     code = WupFeature(preset="uerbert-code").params()
     assert code["aggregate"] == "mean-both-directions" and code["grid_special"] == "uerbert-code"
-    assert len({params_key(default), params_key(code), params_key(WupFeature(unmapped_pos="none").params())}) == 3
+    assert code["script"] == "ESIM/scripts/preprocessing/get_similarity.py"
+    assert (code["synonyms"], code["stopwords"], code["no_wup_value"]) == ("lemma-name", ["oov"], "exact-match")
+    uer = WupFeature(preset="uerbert-uer").params()
+    assert uer["script"] == "UER/get_similarity.py" and uer["synonyms"] == "lemma-name-or-first-antonym"
+    assert uer["stopwords"] == sorted(UERBERT_STOPWORDS) and uer["no_wup_value"] == "zero"
+    others = [code, uer, WupFeature(unmapped_pos="none").params()]
+    assert len({params_key(p) for p in [default, *others]}) == 4
     with pytest.raises(PriorError, match="unknown preset"):
         WupFeature(preset="paper")
     with pytest.raises(PriorError, match="default preset only"):
@@ -291,7 +430,7 @@ def test_wup_refuses_a_different_wordnet_than_its_params(wordnet) -> None:  # no
 def test_wup_feature_protocol(feature: WupFeature) -> None:
     assert isinstance(feature, Feature)
     assert (feature.name, feature.version, feature.scope, feature.components) == (
-        "wup", 1, "pair", ("wup",))
+        "wup", 2, "pair", ("wup",))
     out = feature.compute([pair(MRPC_WORDS_A[:3], MRPC_WORDS_B[:2]), pair(MRPC_WORDS_B[:1], MRPC_WORDS_A)])
     assert [o["wup"].shape for o in out] == [(3, 2), (1, 14)]
     assert all(((o["wup"] >= 0) & (o["wup"] <= 1)).all() for o in out)

@@ -3,9 +3,14 @@
 For a pair (A, B) of n and m words, one component ``wup``: S, float32 n×m, S[a, b] in [0, 1].
 
 Default (``preset="default"``), our reading of the paper:
-- Proper names: a word tagged PROPN or inside a named entity (any spaCy entity type) is a
-  proper name. If either word of a cell is one, S = 1 when the two surface forms are identical
-  (case-sensitive), else 0. WordNet is not consulted for them.
+- Proper names: the paper's rule is for "proper names of people and places". A word tagged
+  PROPN, or inside a spaCy entity whose type is a *name* (``name_entities``, by default
+  PERSON, NORP, FAC, ORG, GPE, LOC, PRODUCT, EVENT, WORK_OF_ART, LAW, LANGUAGE), is a proper
+  name. If either word of a cell is one, S = 1 when the two surface forms are identical
+  (case-sensitive), else 0; WordNet is not consulted for them. Words of DATE, TIME, PERCENT,
+  MONEY, QUANTITY, ORDINAL and CARDINAL spans ("day" in "one day", "morning" in "this
+  morning") are ordinary words and scored like any other. ``name_entities="any"`` treats every
+  entity as a name (version 1's rule); ``""`` leaves PROPN alone.
 - Lookup: WordNet synsets of the lemma, falling back to the surface form when the lemma has
   none; both lowercased (nltk's ``wn.synsets``, which applies morphy).
 - POS restriction: UPOS NOUN→n, VERB→v, ADJ→a (with satellites s), ADV→r restrict the lookup
@@ -23,22 +28,38 @@ Default (``preset="default"``), our reading of the paper:
   that share no synset score 0.5 = 2·1/(2+2).
 The value equals, to float rounding, max over those pairs of nltk's own ``wup_similarity``.
 
-Preset ``"uerbert-code"`` reproduces the scoring function of the authors' released code
-(xiatingyu/Bert_sim, UER/get_similarity.py), applied to our words:
+The authors' released code (xiatingyu/Bert_sim) gives two presets, each reimplementing the
+rules of one script and applied to our words (no proper-name rule, no POS restriction):
+
+Preset ``"uerbert-code"``: the script the authors run to make the matrices for both ESIM and
+BERT, ESIM/scripts/preprocessing/get_similarity.py (get_quora_similarity.py for QQP has the same
+rules; UER's scripts only lay its output out on BERT's token grid):
 - a word's key is its surface form lowercased with ASCII punctuation (``string.punctuation``)
   deleted; words that become empty (punctuation tokens, which the authors' whitespace
   tokenization never produced) score 0;
-- 0 if either key is in their stop list (36 words incl. "into", "the", "cls", "sep");
+- no stop list; a word whose key is "oov" scores 0 (the script pads each side with an "oov"
+  token and zeroes every cell of that token, a real "oov" included);
 - if both keys have synsets (all POS, ``wn.synsets(key)``, duplicates kept): 1 when one key is a
-  lemma name, or the first antonym of a lemma, of the other's synsets; else the **mean** of
-  Wu-Palmer over all synset pairs in both directions (wup(x, y) and wup(y, x)), counting only
-  pairs with a value, including pairs of different parts of speech (nltk ≥ 3.6 gives those a
-  value through the simulated root; nltk < 3.6 gave one only when the first synset was not a
-  noun: results on such pairs may differ slightly from the authors' files); 0 when none;
-- if either key has no synsets: 1 on exact key match, else 0. No proper-name rule.
-- Grid level (trainer's concern, recorded as ``params()["grid_special"] == "uerbert-code"``):
-  their code sets [CLS]↔B, A↔final [SEP] and the middle [SEP]'s row and column to 0 instead of
-  the neutral 1 (``"neutral"``, our default).
+  lemma name of the other's synsets (no antonym rule); else the **mean** of Wu-Palmer over all
+  synset pairs in both directions (wup(x, y) and wup(y, x)), counting only pairs with a value,
+  including pairs of different parts of speech (nltk ≥ 3.6 gives those a value through the
+  simulated root; nltk < 3.6 gave one only when the first synset was not a noun: results on
+  such pairs may differ slightly from the authors' files); if no pair has a value, 1 on exact
+  key match, else 0 (unreachable with WordNet 3.0: all nouns share entity.n.01 and other
+  parts of speech meet in the simulated root). Their try/except counts a Wu-Palmer call that
+  raises as a value 0; no call raises in nltk ≥ 3.6, nor in our engine;
+- if either key has no synsets: 1 on exact key match, else 0 ("into"/"into" scores 1).
+Preset ``"uerbert-uer"``: the ``get_similarity`` function of UER/get_similarity.py, which the
+repository defines but never calls. It differs from "uerbert-code" in three rules: 0 if either
+key is in its stop list (36 words incl. "into", "the", "cls", "sep"), the first antonym of a
+lemma counts as a synonym ("first"/"second" and "good"/"bad" score 1), and a pair of keys with
+synsets but no Wu-Palmer value scores 0. It is kept because it is the only released code that
+zeroes stop words, as the paper's text does ("if one word is a stop word like 'into'").
+- Grid level, both presets (trainer's concern, recorded as ``params()["grid_special"] ==
+  "uerbert-code"``): the "oov" pads, laid out on ``[CLS] A [SEP] B [SEP]`` by UER's script,
+  become [CLS]↔B, A↔final [SEP] and the middle [SEP]'s row and column = 0 instead of the
+  neutral 1 (``"neutral"``, our default). The store holds words only; special tokens are the
+  token grid's business.
 
 Speed: per-synset data comes from WordNet's precomputed hierarchy table (`WuPalmer`,
 `pipeline.resources.wn_hierarchy`), shared on disk by all workers; word → synset ids come from
@@ -54,7 +75,8 @@ from __future__ import annotations
 
 import string
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,19 +87,41 @@ from pipeline.parsers.base import Parse
 from pipeline.resources.wn_hierarchy import table_for
 from pipeline.resources.wordnet import load_wordnet_fast, wordnet_version
 
-PRESETS = ("default", "uerbert-code")
 UPOS_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
+# spaCy's English entity types (OntoNotes 5): names, and the others (dates, times, numbers).
+NAME_ENTITIES = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
+                 "LAW", "LANGUAGE")
+OTHER_ENTITIES = ("DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL")
 # The stop list of UER/get_similarity.py, verbatim.
 UERBERT_STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
     "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
     "they", "this", "to", "was", "will", "with", "am", "cls", "sep",
 })
+
+
+@dataclass(frozen=True)
+class CodeRules:
+    """Where the authors' two scoring scripts differ (the rest is shared, see the docstring)."""
+
+    script: str                         # the file whose rules these are
+    zero_keys: frozenset[str]           # keys that score 0 against everything
+    first_antonym_is_synonym: bool
+    no_value: str                       # both keys have synsets, no wup value: "exact-match" | "zero"
+
+
+CODE_PRESETS = {
+    "uerbert-code": CodeRules("ESIM/scripts/preprocessing/get_similarity.py", frozenset({"oov"}),
+                              first_antonym_is_synonym=False, no_value="exact-match"),
+    "uerbert-uer": CodeRules("UER/get_similarity.py", UERBERT_STOPWORDS,
+                             first_antonym_is_synonym=True, no_value="zero"),
+}
+PRESETS = ("default", *CODE_PRESETS)
 _PUNCT = str.maketrans("", "", string.punctuation)
 _CACHE_LIMIT = 4_000_000
 # Loaded WordNet and caches, one set per process and configuration: every copy of a feature
 # unpickled in the same worker process (one per Dask task) shares them.
-_PROCESS_STATE: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+_PROCESS_STATE: dict[tuple[Any, ...], dict[str, Any]] = {}
 _PROCESS_LOCK = threading.Lock()
 
 
@@ -103,8 +147,27 @@ class _SenseSet:
         self.by_hierarchy = {h: tuple(v.values()) for h, v in by.items()}
 
 
+def resolve_name_entities(value: str | Iterable[str] | None) -> tuple[str, ...] | str:
+    """The entity types whose words are proper names: a sorted tuple, or ``"any"``.
+
+    ``None`` is the default (`NAME_ENTITIES`); a string is ``"any"`` or a comma-separated list
+    (``"PERSON,GPE"``; ``""``: none, only PROPN words are names), as ``-o`` gives it.
+    """
+    if value is None:
+        return tuple(sorted(NAME_ENTITIES))
+    if isinstance(value, str):
+        if value.strip() == "any":
+            return "any"
+        value = value.split(",")
+    labels = {str(v).strip() for v in value} - {""}
+    if unknown := sorted(labels - set(NAME_ENTITIES) - set(OTHER_ENTITIES)):
+        raise PriorError(f"wup: unknown entity type(s) {', '.join(unknown)} in name_entities; spaCy's "
+                         f"types are {', '.join(NAME_ENTITIES + OTHER_ENTITIES)} (or 'any')")
+    return tuple(sorted(labels))
+
+
 class _CodeWord:
-    """One key of the uerbert-code preset."""
+    """One key of the uerbert-code and uerbert-uer presets."""
 
     __slots__ = ("key", "stop", "synsets", "related")
 
@@ -117,21 +180,24 @@ class WupFeature:
     """The ``wup`` feature (scope "pair"): S, float32 n×m, for each (A, B) pair of parses."""
 
     name = "wup"
-    version = 1
+    version = 2
     scope = "pair"
     components = ("wup",)
 
     def __init__(self, preset: str = "default", unmapped_pos: str = "all",
+                 name_entities: str | Sequence[str] | None = None,
                  wordnet_dir: str | None = None) -> None:
         if preset not in PRESETS:
             raise PriorError(f"wup: unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
         if unmapped_pos not in ("all", "none"):
             raise PriorError(f"wup: unmapped_pos must be 'all' or 'none', not {unmapped_pos!r}")
-        if preset == "uerbert-code" and unmapped_pos != "all":
-            raise PriorError("wup: unmapped_pos applies to the default preset only; the "
-                             "uerbert-code preset never restricts parts of speech")
+        if preset != "default" and (unmapped_pos != "all" or name_entities is not None):
+            raise PriorError(f"wup: unmapped_pos and name_entities apply to the default preset only; "
+                             f"the {preset} preset has no POS restriction and no proper-name rule")
         self.preset = preset
         self.unmapped_pos = unmapped_pos
+        self.name_entities = resolve_name_entities(name_entities) if preset == "default" else ()
+        self._rules = CODE_PRESETS.get(preset)
         self.wordnet_dir = wordnet_dir  # where to find WordNet: not a parameter (its hash is)
         self._version: str | None = None
         self._reset()
@@ -151,10 +217,12 @@ class WupFeature:
 
     def __getstate__(self) -> dict[str, Any]:
         return {"preset": self.preset, "unmapped_pos": self.unmapped_pos,
-                "wordnet_dir": self.wordnet_dir, "_version": self._version}
+                "name_entities": self.name_entities, "wordnet_dir": self.wordnet_dir,
+                "_version": self._version}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._rules = CODE_PRESETS.get(self.preset)
         self._reset()
 
     # -- Feature protocol ----------------------------------------------------------------------
@@ -166,7 +234,7 @@ class WupFeature:
         """
         if self._wn is not None:
             return
-        key = (self.preset, self.unmapped_pos, self.wordnet_dir)
+        key = (self.preset, self.unmapped_pos, self.name_entities, self.wordnet_dir)
         with _PROCESS_LOCK:
             state = _PROCESS_STATE.get(key)
             if state is None:
@@ -203,21 +271,27 @@ class WupFeature:
                 "upos_map": dict(UPOS_TO_WN),
                 "unmapped_pos": self.unmapped_pos,
                 "cross_hierarchy": "no-value",
-                "proper_names": {"upos": ["PROPN"], "entities": "any", "match": "identical-surface"},
+                "proper_names": {"upos": ["PROPN"], "match": "identical-surface",
+                                 "entities": (self.name_entities if self.name_entities == "any"
+                                              else list(self.name_entities))},
                 "stopwords": [],
                 "no_synsets": "zero",
                 "grid_special": "neutral",
             }
+        rules = self._rules
+        assert rules is not None
         return common | {
+            "script": rules.script,
             "aggregate": "mean-both-directions",
-            "synonyms": "lemma-name-or-first-antonym",
+            "synonyms": "lemma-name-or-first-antonym" if rules.first_antonym_is_synonym else "lemma-name",
             "lookup": ["surface-lowercase-strip-ascii-punctuation"],
             "lowercase": True,
             "pos_restriction": "none",
             "cross_hierarchy": "nltk",
             "proper_names": None,
-            "stopwords": sorted(UERBERT_STOPWORDS),
+            "stopwords": sorted(rules.zero_keys),
             "no_synsets": "exact-match",
+            "no_wup_value": rules.no_value,
             "empty_after_strip": "zero",
             "grid_special": "uerbert-code",
         }
@@ -264,7 +338,8 @@ class WupFeature:
         key = (word, lemma, upos, ent)
         sid = self._words.get(key)
         if sid is None:
-            if upos == "PROPN" or ent:
+            names = self.name_entities
+            if upos == "PROPN" or (ent and (names == "any" or ent in names)):
                 sid = -1
             else:
                 pos = UPOS_TO_WN.get(upos)
@@ -318,28 +393,30 @@ class WupFeature:
                     row[j] = self.sense_similarity(s, t)
         return out
 
-    # -- uerbert-code preset -------------------------------------------------------------------
+    # -- uerbert-code and uerbert-uer presets ------------------------------------------------
     def _code_word(self, word: str) -> int:
         key = word.lower().translate(_PUNCT)
         idx = self._code_words.get(key)
         if idx is None:
+            rules = self._rules
+            assert rules is not None and self._engine is not None
             synsets = self._wn.synsets(key) if key else []
             related: set[str] = set()
             for syn in synsets:
                 for lemma in syn.lemmas():
                     related.add(lemma.name())
-                    antonyms = lemma.antonyms()
-                    if antonyms:
-                        related.add(antonyms[0].name())
+                    if rules.first_antonym_is_synonym:
+                        antonyms = lemma.antonyms()
+                        if antonyms:
+                            related.add(antonyms[0].name())
             idx = len(self._code_info)
-            assert self._engine is not None
             infos = tuple(self._engine.info(s) for s in synsets)
-            self._code_info.append(_CodeWord(key, key in UERBERT_STOPWORDS, infos, frozenset(related)))
+            self._code_info.append(_CodeWord(key, key in rules.zero_keys, infos, frozenset(related)))
             self._code_words[key] = idx
         return idx
 
     def code_similarity(self, word_a: str, word_b: str) -> float:
-        """One cell of the uerbert-code preset (authors' get_similarity, per word pair)."""
+        """One cell of a code preset (the authors' per word pair rules)."""
         self.setup()
         with self._lock:
             return self._code_cell(self._code_word(word_a), self._code_word(word_b))
@@ -370,14 +447,18 @@ class WupFeature:
                         if v2 is not None:
                             total2 += v2
                             count2 += 1
-                value = (total1 + total2) / (count1 + count2) if count1 + count2 else 0.0
+                if count1 + count2:
+                    value = (total1 + total2) / (count1 + count2)
+                else:  # unreachable with WordNet 3.0 (see the module docstring)
+                    assert self._rules is not None
+                    value = float(self._rules.no_value == "exact-match" and a.key == b.key)
         else:
             value = 1.0 if a.key == b.key else 0.0
         _bounded_put(self._cells, key, value)
         return value
 
     def code_matrix(self, a: Parse, b: Parse) -> np.ndarray:
-        """S for one pair under the uerbert-code preset (word grid only; no [CLS]/[SEP])."""
+        """S for one pair under a code preset (word grid only; no [CLS]/[SEP])."""
         self.setup()
         ia = [self._code_word(w) for w in a.words]
         ib = [self._code_word(w) for w in b.words]
