@@ -3,6 +3,10 @@
 One small wrapper so the rest of `featurestore` never cares where the store lives. Commits
 rely on one atomic step: on a local file system a rename (``os.replace``); on object stores a
 single-object put, which is atomic there.
+
+Every path goes through :meth:`StoreFS.path`, which refuses a relative path that could leave
+the root (absolute, ``..``, empty parts, backslashes, NUL): a last guard behind the checks of
+the names that make up store paths (``names.py``, ``catalog.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from pathlib import Path
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+
+from featurestore.errors import StoreError
 
 
 class StoreFS:
@@ -27,7 +33,18 @@ class StoreFS:
         self.url = self.root if self.local else text.rstrip("/")
 
     def path(self, rel: str) -> str:
-        return posixpath.join(self.root, rel) if rel else self.root
+        if not rel:
+            return self.root
+        if rel.startswith("/") or "\\" in rel or "\x00" in rel or any(p in ("", ".", "..") for p in rel.split("/")):
+            raise StoreError(f"refusing the path {rel!r}: it could point outside the store at {self.url}")
+        return posixpath.join(self.root, rel)
+
+    def inside(self, rel: str) -> bool:
+        """Whether ``rel`` really lies inside the root: on a local disk no link on its way leads
+        out of it (object stores have no links)."""
+        if not self.local:
+            return True
+        return os.path.realpath(self.path(rel)).startswith(self.root.rstrip("/") + "/")
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
@@ -80,7 +97,12 @@ class StoreFS:
         return int(self.fs.size(self.path(rel)))
 
     def remove(self, rel: str) -> None:
-        self.fs.rm(self.path(rel), recursive=True)
+        """Remove a file or a folder with everything in it; a link is removed, never followed."""
+        path = self.path(rel)
+        if self.local and os.path.islink(path):
+            os.unlink(path)
+            return
+        self.fs.rm(path, recursive=True)
 
     def open(self, rel: str, mode: str = "rb"):  # noqa: ANN201 - fsspec file object
         return self.fs.open(self.path(rel), mode)
