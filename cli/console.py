@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from featurestore.errors import PriorError
 
@@ -25,6 +26,11 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line (never wrapped: ``soft_wrap`` when printed)."""
+    return " ".join(str(exc).split())
+
+
 def friendly_errors(fn: F) -> F:
     """Print a PriorError as one clear line and exit 1, instead of a traceback."""
 
@@ -33,7 +39,7 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except PriorError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}")
+            err_console.print(f"[bold red]error:[/] {escape(one_line(exc))}", soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
