@@ -57,7 +57,7 @@ def train(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Fine-tune a knowledge-enhanced BERT from features in the store."""
-    from trainers.loop import TrainConfig
+    from trainers.loop import TrainConfig, default_output
     from trainers.loop import train as run_train
     from trainers.registry import default_settings, parse_model_name
 
@@ -70,7 +70,7 @@ def train(
                                        "patience": patience}.items() if v is not None}
         settings = replace(settings, **overrides)
         cfg = TrainConfig(model=model, dataset=dataset, store=store,
-                          output=output or Path("runs") / f"{model}-{dataset}-s{seed}",
+                          output=output or default_output(model, dataset, seed),
                           backbone=backbone, settings=settings, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=_options(option),
