@@ -202,7 +202,7 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
             if not is_segment_id(name[:-len(".json")]):
                 raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
             if not fs.inside(rel):
-                raise StoreError(f"catalog record {rel} is a link that leads outside the store; {REPAIR}")
+                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
             segments.append(Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel))
         except StoreError as exc:
             if damaged is None:

@@ -12,7 +12,7 @@ file name and expected digest. The first read of a file reads it whole (hashing 
 byte) and decodes from those same bytes; later reads go straight to the file, so a Parquet
 reader may again read only the columns it needs.
 
-On a local disk a file whose real path leaves the store (a link) is refused before it is read.
+On a local disk a file reached through a link is refused before it is read (a store holds no links).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
     key = _key(fs, segment, inner)
     verified = key in _VERIFIED
     if not verified and not fs.inside(rel):
-        raise damaged(segment, inner, "is a link that leads outside the store")
+        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
     try:
         data = fs.read_bytes(rel)
     except FileNotFoundError:

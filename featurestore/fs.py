@@ -40,11 +40,17 @@ class StoreFS:
         return posixpath.join(self.root, rel)
 
     def inside(self, rel: str) -> bool:
-        """Whether ``rel`` really lies inside the root: on a local disk no link on its way leads
-        out of it (object stores have no links)."""
+        """Whether ``rel`` really lies inside the root: on a local disk no part of it below the
+        root is a link (a store never holds links; one is refused wherever it points, so
+        nothing outside is ever reached through it). Object stores have no links."""
         if not self.local:
             return True
-        return os.path.realpath(self.path(rel)).startswith(self.root.rstrip("/") + "/")
+        path = self.root
+        for part in self.path(rel)[len(self.root):].strip("/").split("/"):
+            path = f"{path}/{part}"
+            if os.path.islink(path):
+                return False
+        return True
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from featurestore.catalog import SEGMENTS, is_segment_id, new_segment_id
+from featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
 from featurestore.errors import DataError, StoreError
 from featurestore.fs import StoreFS
 
@@ -109,8 +109,10 @@ def read_lease(fs: StoreFS, lease_id: str) -> LeaseInfo | None:
 
 
 def lease_ids(fs: StoreFS) -> set[str]:
-    """Every lease id that has anything under ``leases/`` (its file, claims or temporary files)."""
-    return {name[:ID_LENGTH] for name in fs.listdir(LEASES) if is_segment_id(name[:ID_LENGTH])}
+    """Lease ids with a lease file or claims under ``leases/`` (temporary files of a lease file
+    being written do not count: that lease is not yet there, and not dead)."""
+    return {name[:ID_LENGTH] for name in fs.listdir(LEASES)
+            if is_segment_id(name[:ID_LENGTH]) and name[ID_LENGTH:] in ("", ".json")}
 
 
 def read_leases(fs: StoreFS) -> tuple[list[LeaseInfo], set[str]]:
@@ -146,6 +148,18 @@ def check_live(fs: StoreFS, lease_id: str) -> None:
     if left < info.seconds / 3:
         raise StoreError(f"this build's lease {lease_id} on {fs.url} was not renewed in time ({left:.0f} s left "
                          f"of {info.seconds:.0f}); nothing more is committed: rerun the build")
+
+
+def stale(fs: StoreFS, rel: str) -> bool:
+    """Whether a temporary file is older than a lease's time (its writer is surely gone);
+    False when its age cannot be told."""
+    try:
+        modified = fs.fs.modified(fs.path(rel))
+    except (NotImplementedError, OSError, ValueError, AttributeError):
+        return False
+    if modified.tzinfo is None:
+        modified = modified.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - modified).total_seconds() > lease_seconds()
 
 
 def remove_lease(fs: StoreFS, lease_id: str) -> None:
@@ -248,10 +262,13 @@ class Lease:
                 self.lost = f"renewal failed: {type(exc).__name__}: {exc}"
 
     def release(self) -> None:
+        """Stop renewing; remove the folders this lease claimed but never committed (a build
+        that failed cleans up after itself), then the lease."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        remove_lease(self.fs, self.id)
+        committed = {name[:-len(".json")] for name in self.fs.listdir(CATALOG) if name.endswith(".json")}
+        clean_dead(self.fs, {self.id}, committed)
 
     def __enter__(self) -> Lease:
         return self.acquire()

@@ -17,7 +17,7 @@ from typing import Any
 from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
 from featurestore.errors import StoreError
 from featurestore.fs import StoreFS
-from featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases
+from featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
 from featurestore.store import Store
 
 
@@ -135,10 +135,10 @@ def verify_store(store: Store) -> VerifyReport:
 def _file_problem(fs: StoreFS, seg: Segment, inner: str, expected: dict[str, Any]) -> str | None:
     rel = f"{seg.folder}/{inner}"
     where = f"segment {seg.id} ({_describe(seg)})"
+    if not fs.inside(rel):
+        return f"{where}: {rel} is reached through a link (a store holds none; not followed)"
     if not fs.exists(rel):
         return f"{where}: missing file {rel}"
-    if not fs.inside(rel):
-        return f"{where}: {rel} is a link that leads outside the store (not read)"
     size = fs.size(rel)
     if size != expected["size"]:
         return f"{where}: {rel} has {size} bytes, expected {expected['size']}"
@@ -194,13 +194,19 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
         targets += sorted(scan.bad_records)
     targets += [f"{SEGMENTS}/{n}" for n in scan.folders
                 if n not in scan.committed and n not in scan.owned and n not in held]
-    targets += [f"{CATALOG}/{n}" for n in scan.temporary if n[:ID_LENGTH] not in scan.owned]
-    targets += [f"{LEASES}/{name}" for name in fs.listdir(LEASES) if name[:ID_LENGTH] in scan.dead]
+    # a temporary file belongs to a commit or lease write in progress unless it is old
+    targets += [f"{CATALOG}/{n}" for n in scan.temporary
+                if n[:ID_LENGTH] not in scan.owned and stale(fs, f"{CATALOG}/{n}")]
+    live_ids = {lease.id for lease in scan.live}
+    for name in fs.listdir(LEASES):
+        if name[:ID_LENGTH] in scan.dead or (".tmp-" in name and name[:ID_LENGTH] not in live_ids
+                                             and stale(fs, f"{LEASES}/{name}")):
+            targets.append(f"{LEASES}/{name}")
     targets = list(dict.fromkeys(targets))
     size = sum(_bytes(fs, rel) for rel in targets)
     if not dry_run:
         for rel in targets:
-            if fs.exists(rel):
+            if fs.exists(rel) or not fs.inside(rel):  # a dangling link is removed too
                 fs.remove(rel)
         store.refresh()
     kept = sorted(n for n in scan.folders if n in scan.owned and n not in scan.committed)
@@ -210,6 +216,6 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
 
 def _bytes(fs: StoreFS, rel: str) -> int:
     """Bytes of a file or folder inside the store (links are not followed: 0)."""
-    if not fs.exists(rel) or not fs.inside(rel):
+    if not fs.inside(rel) or not fs.exists(rel):
         return 0
     return sum(fs.size(f) for f in fs.walk_files(rel) if fs.inside(f))

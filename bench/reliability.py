@@ -1,0 +1,96 @@
+"""Benchmark of checked reads (not a test): ``store.frame`` with and without the checks, old
+code against new, interleaved.
+
+    git archive <old revision> | tar -x -C /tmp/prior-old      # the code before checked reads
+    prior build --dataset sick --features sdoi,wup,dep --parser spacy --store /tmp/sick
+    python bench/reliability.py --store /tmp/sick --old-src /tmp/prior-old --rounds 7
+
+Each measurement is a fresh Python process (so the checks' once-per-process cache starts
+empty), importing either the old source tree or this one, that reads ``frame(feature,
+dataset, split)`` for every feature and every split of the dataset twice: the first pass
+(``cold``) includes hashing every file it reads, the second (``warm``) finds them checked.
+Imports are not timed. Rounds alternate the order (old, new, new, old, …) so that a machine
+that gets busier or quieter affects both alike; the result is the median over rounds of the
+per-round ratio new / old. These machines are shared: compare ratios, not absolute times.
+Results go to bench/out/reliability-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, sys, time
+from featurestore import open_store
+store_dir, dataset, features = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+splits = sorted({s for d, s in open_store(store_dir, create=False).datasets() if d == dataset})
+out = {}
+for name in ("cold", "warm"):
+    t0 = time.perf_counter()
+    rows = 0
+    for feature in features:
+        for split in splits:
+            rows += open_store(store_dir, create=False).frame(feature, dataset=dataset, split=split).height
+    out[name] = time.perf_counter() - t0
+out["rows"] = rows
+print(json.dumps(out))
+"""
+
+
+def measure(src: Path, store: str, dataset: str, features: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src), PRIOR_NO_PROGRESS="1")
+    done = subprocess.run([sys.executable, "-c", CHILD, store, dataset, features], env=env, cwd=src,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", required=True)
+    ap.add_argument("--old-src", required=True, type=Path, help="source tree of the code without checked reads")
+    ap.add_argument("--new-src", type=Path, default=REPO)
+    ap.add_argument("--dataset", default="sick")
+    ap.add_argument("--features", default="sdoi,wup,dep")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+
+    runs: list[dict] = []
+    for r in range(args.rounds):
+        order = ("old", "new") if r % 2 == 0 else ("new", "old")
+        row = {}
+        for which in order:
+            src = args.old_src if which == "old" else args.new_src
+            row[which] = measure(src, args.store, args.dataset, args.features)
+        assert row["old"]["rows"] == row["new"]["rows"], row
+        runs.append(row)
+        print(f"round {r + 1}: old cold {row['old']['cold']:.3f} s warm {row['old']['warm']:.3f} s | "
+              f"new cold {row['new']['cold']:.3f} s warm {row['new']['warm']:.3f} s", flush=True)
+    summary = {}
+    for phase in ("cold", "warm"):
+        ratios = [row["new"][phase] / row["old"][phase] for row in runs]
+        summary[phase] = {"ratio_median": round(statistics.median(ratios), 3),
+                          "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+                          "old_median_s": round(statistics.median(row["old"][phase] for row in runs), 3),
+                          "new_median_s": round(statistics.median(row["new"][phase] for row in runs), 3)}
+        print(f"{phase}: new/old median {summary[phase]['ratio_median']} "
+              f"(range {summary[phase]['ratio_min']}-{summary[phase]['ratio_max']}), "
+              f"old {summary[phase]['old_median_s']} s, new {summary[phase]['new_median_s']} s")
+    out = REPO / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    (out / f"reliability-{stamp}.json").write_text(json.dumps(
+        {"args": {k: str(v) for k, v in vars(args).items()}, "rows": runs[0]["new"]["rows"], "runs": runs,
+         "summary": summary}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
