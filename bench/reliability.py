@@ -11,7 +11,9 @@ dataset, split)`` for every feature and every split of the dataset twice: the fi
 (``cold``) includes hashing every file it reads, the second (``warm``) finds them checked.
 Imports are not timed. Rounds alternate the order (old, new, new, old, …) so that a machine
 that gets busier or quieter affects both alike; the result is the median over rounds of the
-per-round ratio new / old. These machines are shared: compare ratios, not absolute times.
+per-round ratio new / old, of wall time and of the process's CPU time (all its threads; on a
+shared machine CPU time is far less disturbed by other processes than wall time). Compare
+ratios, not absolute times.
 Results go to bench/out/reliability-<date>.json.
 """
 
@@ -35,12 +37,12 @@ store_dir, dataset, features = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 splits = sorted({s for d, s in open_store(store_dir, create=False).datasets() if d == dataset})
 out = {}
 for name in ("cold", "warm"):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = 0
     for feature in features:
         for split in splits:
             rows += open_store(store_dir, create=False).frame(feature, dataset=dataset, split=split).height
-    out[name] = time.perf_counter() - t0
+    out[name], out[name + "_cpu"] = time.perf_counter() - t0, time.process_time() - c0
 out["rows"] = rows
 print(json.dumps(out))
 """
@@ -72,10 +74,11 @@ def main() -> None:
             row[which] = measure(src, args.store, args.dataset, args.features)
         assert row["old"]["rows"] == row["new"]["rows"], row
         runs.append(row)
-        print(f"round {r + 1}: old cold {row['old']['cold']:.3f} s warm {row['old']['warm']:.3f} s | "
-              f"new cold {row['new']['cold']:.3f} s warm {row['new']['warm']:.3f} s", flush=True)
+        print(f"round {r + 1}: " + " | ".join(
+            f"{w} " + " ".join(f"{p} {row[w][p]:.3f}" for p in ("cold", "cold_cpu", "warm", "warm_cpu"))
+            for w in ("old", "new")), flush=True)
     summary = {}
-    for phase in ("cold", "warm"):
+    for phase in ("cold", "cold_cpu", "warm", "warm_cpu"):
         ratios = [row["new"][phase] / row["old"][phase] for row in runs]
         summary[phase] = {"ratio_median": round(statistics.median(ratios), 3),
                           "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),

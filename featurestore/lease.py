@@ -43,7 +43,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
-from featurestore.errors import DataError, StoreError
+from featurestore.envvars import positive_number
+from featurestore.errors import StoreError
 from featurestore.fs import StoreFS
 
 LEASES = "leases"
@@ -54,14 +55,7 @@ ID_LENGTH = 33  # new_segment_id(): 20 digits, "-", 12 hex digits
 
 def lease_seconds() -> float:
     """``$PRIOR_LEASE_SECONDS`` (read on each call), else the default; `DataError` when malformed."""
-    raw = os.environ.get(ENV_SECONDS, "")
-    try:
-        seconds = float(raw) if raw else DEFAULT_SECONDS
-    except ValueError:
-        raise DataError(f"{ENV_SECONDS}={raw!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise DataError(f"{ENV_SECONDS}={raw!r} must be a positive number of seconds")
-    return seconds
+    return positive_number(ENV_SECONDS, DEFAULT_SECONDS, "seconds")
 
 
 def _stamp(t: float) -> str:

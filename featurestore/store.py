@@ -366,6 +366,7 @@ class Store:
         for s in segs:
             if s.target["parse"] != parse:
                 continue
+
             def load(s: Segment = s) -> pl.DataFrame:
                 return pl.from_arrow(_read_parquet(self.fs, s, "parses.parquet", wanted))  # type: ignore[return-value]
 

@@ -533,9 +533,11 @@ def build(options: BuildOptions) -> BuildReport:
             t_submit = time.perf_counter()
             runner.run(jobs)
     finally:
-        runner.close()
-        lease.release()
-        PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
+        try:
+            runner.close()
+        finally:
+            lease.release()  # after the workers stopped: then its uncommitted folders are garbage
+            PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start

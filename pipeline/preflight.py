@@ -15,11 +15,11 @@ once, in one line naming the cause, and leaves nothing half-done behind.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from featurestore.errors import DataError, ResourceError
+from featurestore.envvars import positive_number
+from featurestore.errors import ResourceError
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
@@ -27,14 +27,7 @@ DEFAULT_TIMEOUT = 5.0
 
 def scheduler_timeout() -> float:
     """``$PRIOR_SCHEDULER_TIMEOUT`` in seconds (read on each call), else 5."""
-    raw = os.environ.get(ENV_TIMEOUT, "")
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        raise DataError(f"{ENV_TIMEOUT}={raw!r} is not a number of seconds") from None
-    if not value > 0:
-        raise DataError(f"{ENV_TIMEOUT}={raw!r} must be a positive number of seconds")
-    return value
+    return positive_number(ENV_TIMEOUT, DEFAULT_TIMEOUT, "seconds")
 
 
 def _short(exc: BaseException) -> str:

@@ -56,12 +56,14 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def outside(tmp_path, toy):  # noqa: F811
-    """A folder beside the store holding perfect copies of every segment folder and catalog
-    record (a followed path would find valid data), watched for any access."""
+    """A folder beside the store holding perfect copies of its segment folders, catalog records
+    and STORE.json (a followed path would find valid data), watched for any access."""
     store = toy[0]
     root = tmp_path / "outside"
     shutil.copytree(Path(store.location) / "segments", root / "segments")
     shutil.copytree(Path(store.location) / CATALOG, root / "catalog")
+    shutil.copy(Path(store.location) / "STORE.json", root / "STORE.json")
+    (root / "leases").mkdir()
     before = _snapshot(root)
     _TOUCHED.clear()
     _WATCHED.append(str(root))
@@ -179,6 +181,26 @@ def test_catalog_record_linked_outside_is_rejected(toy, outside):  # noqa: F811
     assert not verify_store(open_store(store.location)).ok
     gc_store(open_store(store.location), drop_damaged=True)
     assert not os.path.lexists(record)
+
+
+@pytest.mark.parametrize("name", ["catalog", "segments", "leases", "STORE.json"])
+def test_store_folders_linked_outside_are_never_followed(toy, outside, name):  # noqa: F811
+    store = toy[0]
+    own = Path(store.location) / name
+    if own.is_dir():
+        shutil.rmtree(own)
+    elif own.exists():
+        own.unlink()
+    own.symlink_to(outside / name)
+    _TOUCHED.clear()
+    checked.forget()
+    with pytest.raises(StoreError, match="link"):
+        opened = open_store(store.location, create=False)
+        opened.frame("wup", dataset="toy", split="test")
+        gc_store(opened)
+    for args in (["store", "verify"], ["store", "gc"]):
+        result = runner.invoke(app, [*args, "--store", store.location])
+        assert result.exit_code == 1 and "Traceback" not in result.output and "link" in result.output
 
 
 # ---------------------------------------------------------------- byte flips
