@@ -15,6 +15,11 @@ per-round ratio new / old, of wall time and of the process's CPU time (all its t
 shared machine CPU time is far less disturbed by other processes than wall time). Compare
 ratios, not absolute times.
 Results go to bench/out/reliability-<date>.json.
+
+``--breakdown`` instead times, in this process with this tree's code, what the checks add to
+one cold pass: hashing and comparing files (`checked.read_checked` less its reading), checking
+catalog records (`catalog.record_problem`) and looking for links (`StoreFS.inside`). Each is
+timed by wrapping the function; the total is the pass's wall time.
 """
 
 from __future__ import annotations
@@ -55,16 +60,73 @@ def measure(src: Path, store: str, dataset: str, features: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def breakdown(store: str, dataset: str, features: str) -> dict:
+    """Seconds the checks take within one cold pass of every frame (this process, this tree)."""
+    import time
+
+    import featurestore.store as store_module
+    from featurestore import catalog, checked, fs, open_store
+
+    spent = {"read_checked": 0.0, "reading_in_checked": 0.0, "record_problem": 0.0, "inside": 0.0}
+    patched: list[tuple[object, str, object]] = []
+
+    def wrap(owner: object, name: str, key: str, only=lambda args: True) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if only(args):
+                    spent[key] += time.perf_counter() - t0
+
+        patched.append((owner, name, original))
+        setattr(owner, name, timed)
+
+    wrap(checked, "read_checked", "read_checked")
+    store_module.read_checked = checked.read_checked  # imported by name there
+    wrap(fs.StoreFS, "read_bytes", "reading_in_checked", only=lambda args: args[1].startswith("segments/"))
+    wrap(catalog, "record_problem", "record_problem")
+    wrap(fs.StoreFS, "inside", "inside")
+    try:
+        checked.forget()
+        splits = sorted({s for d, s in open_store(store, create=False).datasets() if d == dataset})
+        for key in spent:
+            spent[key] = 0.0
+        t0 = time.perf_counter()
+        for feature in features.split(","):
+            for split in splits:
+                open_store(store, create=False).frame(feature, dataset=dataset, split=split)
+        total = time.perf_counter() - t0
+    finally:
+        for owner, name, original in reversed(patched):
+            setattr(owner, name, original)
+        store_module.read_checked = checked.read_checked
+    added = spent["read_checked"] - spent["reading_in_checked"] + spent["record_problem"] + spent["inside"]
+    return {"pass_s": round(total, 3), "checks_s": round(added, 3), "fraction": round(added / total, 4),
+            **{k: round(v, 4) for k, v in spent.items()}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", required=True)
-    ap.add_argument("--old-src", required=True, type=Path, help="source tree of the code without checked reads")
+    ap.add_argument("--old-src", type=Path, help="source tree of the code without checked reads (required "
+                                                 "unless --breakdown)")
     ap.add_argument("--new-src", type=Path, default=REPO)
     ap.add_argument("--dataset", default="sick")
     ap.add_argument("--features", default="sdoi,wup,dep")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--breakdown", action="store_true", help="time the checks' share of one cold pass instead")
     args = ap.parse_args()
+    if args.breakdown:
+        sys.path.insert(0, str(args.new_src))
+        for _ in range(args.rounds):
+            print(json.dumps(breakdown(args.store, args.dataset, args.features)), flush=True)
+        return
 
+    if args.old_src is None:
+        ap.error("--old-src is required")
     runs: list[dict] = []
     for r in range(args.rounds):
         order = ("old", "new") if r % 2 == 0 else ("new", "old")

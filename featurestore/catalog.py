@@ -37,10 +37,19 @@ SEGMENTS = "segments"
 KINDS = ("pairs", "sentences", "parses", "feature", "resource")
 SEGMENT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{12}")
 REPAIR = "`prior store verify` lists the damage; `prior store gc --drop-damaged`, then a rebuild, repairs it"
-# target fields every reader relies on, per kind
-TARGET_FIELDS = {"pairs": ("dataset", "split", "source_sha256"), "sentences": (), "parses": ("parse", "fingerprint"),
-                 "feature": ("entry", "name", "version", "params", "parse", "scope", "components"),
-                 "resource": ("key", "kind", "meta")}
+# target fields every reader relies on, per kind, with their JSON types
+TARGET_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "pairs": {"dataset": (str,), "split": (str,), "source_sha256": (str,)},
+    "sentences": {},
+    "parses": {"parse": (str,), "fingerprint": (dict,)},
+    "feature": {"entry": (str,), "name": (str,), "version": (int,), "params": (dict,), "parse": (str, type(None)),
+                "scope": (str,), "components": (list,)},
+    "resource": {"key": (str,), "kind": (str,), "meta": (dict,), "shapes": (dict,)},
+}
+# names a record stores that become file or array names (checked by names.name_problem)
+_NAMED = {"pairs": lambda t: [("dataset", t["dataset"]), ("split", t["split"])],
+          "feature": lambda t: [("component", c) for c in t["components"]],
+          "resource": lambda t: [("array", n) for n in t.get("shapes") or {}]}
 RECORD_FIELDS = {"id", "kind", "target", "files", "rows", "created", "meta", "lease", "checksum"}
 _DIGEST = re.compile(r"[0-9a-f]{32}")
 
@@ -78,26 +87,20 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
         return f"names segment {sid} but is stored as {name}"
     if kind not in KINDS:
         return f"has an unknown kind {kind!r}"
-    if not isinstance(target, dict) or not isinstance(files, dict) or not files:
-        return "has no target or no files"
-    if missing := [f for f in TARGET_FIELDS[kind] if f not in target]:
+    if not isinstance(target, dict) or not isinstance(files, dict) or not files or not isinstance(raw["rows"], int):
+        return "has no target, no files or no row count"
+    optional = {"shapes"}
+    if missing := [f for f in TARGET_FIELDS[kind] if f not in target and f not in optional]:
         return f"lacks target field(s) {missing}"
+    if wrong := [f for f, types in TARGET_FIELDS[kind].items() if f in target and not isinstance(target[f], types)]:
+        return f"has target field(s) {wrong} of the wrong type"
     for inner, info in files.items():
         if (problem := file_problem(inner)) is not None:
             return f"lists a file {inner!r} that {problem}"
         if (not isinstance(info, dict) or not isinstance(info.get("size"), int) or info["size"] < 0
                 or not isinstance(info.get("blake2b"), str) or not _DIGEST.fullmatch(info["blake2b"])):
             return f"has no valid size and blake2b for {inner}"
-    names: list[tuple[str, object]] = []
-    if kind == "pairs":
-        names = [("dataset", target["dataset"]), ("split", target["split"])]
-    elif kind == "feature":
-        if not isinstance(target["components"], list):
-            return "has no list of components"
-        names = [("component", c) for c in target["components"]]
-    elif kind == "resource":
-        names = [("array", n) for n in (target.get("shapes") or {})]
-    for what, value in names:
+    for what, value in _NAMED[kind](target) if kind in _NAMED else []:
         if (problem := name_problem(value)) is not None:
             return f"has a {what} name {value!r} that {problem}"
     return None

@@ -498,7 +498,10 @@ class Store:
                 table = _read_parquet(self.fs, s, "table.parquet")
                 shapes = s.target.get("shapes", {})
                 flats = _read_arrays(self.fs, s, list(shapes)) if shapes else {}
-                arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
+                try:
+                    arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
+                except (ValueError, TypeError) as exc:
+                    raise damaged(s, "arrays/", f"does not have the recorded shapes ({exc})") from None
                 return Resource(kind=s.target["kind"], key=key, table=table, arrays=arrays, meta=s.target["meta"])
         raise NotFoundError(f"{self.location} has no resource {key}")
 
