@@ -166,11 +166,6 @@ def remove_lease(fs: StoreFS, lease_id: str) -> None:
         fs.remove(_path(lease_id))
 
 
-def lease_bytes(fs: StoreFS, lease_id: str) -> int:
-    return sum(fs.size(f) for name in fs.listdir(LEASES) if name.startswith(lease_id)
-               for f in fs.walk_files(f"{LEASES}/{name}"))
-
-
 def probe_writable(fs: StoreFS, lease_id: str) -> None:
     """Write, read back and remove a small file beside the lease (a worker's check that it can
     write the store with its own credentials); `StoreError` saying why not."""
