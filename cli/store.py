@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.console import console, err_console, friendly_errors, human_bytes
@@ -80,13 +81,22 @@ def verify_cmd(store: StoreOpt = None) -> None:
 
     report = verify_store(open_store(store, create=False))
     for line in report.damaged:
-        err_console.print(f"[red]damaged:[/] {line}")
+        err_console.print(f"[red]damaged:[/] {escape(line)}", soft_wrap=True)
+    for build in report.builds:
+        console.print(f"build in progress: {build}", markup=False)
+    if report.in_progress:
+        console.print(f"{len(report.in_progress)} uncommitted segment folder(s) of builds in progress")
     if report.leftovers:
         console.print(f"{len(report.leftovers)} uncommitted segment folder(s) from interrupted work "
                       "(harmless; `prior store gc` removes them)")
+    if report.strays:
+        console.print(f"not segment folders, left alone: {', '.join(report.strays)}", markup=False)
+    if report.unsealed_records:
+        console.print(f"{report.unsealed_records} catalog record(s) written by an older prior carry no checksum "
+                      "of their own (accepted; their files are checked)")
     console.print(f"checked {report.checked_segments} segments, {report.checked_files} files: "
                   + ("ok" if report.ok else f"{len(report.damaged)} problem(s); run `prior store gc --drop-damaged` "
-                     "then rebuild to recompute them"))
+                     "then rebuild to recompute them"), soft_wrap=True)
     if not report.ok:
         raise typer.Exit(1)
 
@@ -96,14 +106,21 @@ def verify_cmd(store: StoreOpt = None) -> None:
 def gc_cmd(store: StoreOpt = None,
            dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
            drop_damaged: Annotated[bool, typer.Option("--drop-damaged", help="Also un-commit damaged segments.")] = False,
+           force: Annotated[bool, typer.Option("--force", help="Run while builds hold the store (their own folders are kept).")] = False,
            ) -> None:
     """Remove leftovers of interrupted builds (and, if asked, damaged segments)."""
     from featurestore import open_store
     from featurestore.maintenance import gc_store
 
-    report = gc_store(open_store(store, create=False), dry_run=dry_run, drop_damaged=drop_damaged)
+    report = gc_store(open_store(store, create=False), dry_run=dry_run, drop_damaged=drop_damaged, force=force)
+    for build in report.builds:
+        console.print(f"build in progress: {build}", markup=False, soft_wrap=True)
+    if report.kept:
+        console.print(f"kept {len(report.kept)} uncommitted folder(s) of builds in progress")
     for rel in report.removed:
-        console.print(("would remove " if dry_run else "removed ") + rel)
+        console.print(("would remove " if dry_run else "removed ") + rel, markup=False)
+    if report.strays:
+        console.print(f"not segment folders, left alone: {', '.join(report.strays)}", markup=False)
     console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))
 
 

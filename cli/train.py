@@ -66,7 +66,7 @@ def train(
 ) -> None:
     """Fine-tune a knowledge-enhanced BERT from features in the store."""
     from featurestore import open_store
-    from trainers.loop import TrainConfig, check_train_split
+    from trainers.loop import TrainConfig, check_train_split, default_output
     from trainers.loop import train as run_train
     from trainers.registry import MODEL_FEATURES, parse_model_name
 
@@ -83,7 +83,7 @@ def train(
         params = read_params(feature_param, None, []) or {}
         if twice := sorted(set(params) & set(dotted)):
             raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
-        out = output or Path("runs") / f"{model}-{dataset}-s{seed}"
+        out = output or default_output(model, dataset, seed)
         cfg = TrainConfig(model=model, dataset=dataset, store=store, output=out,
                           backbone=backbone, overrides=overrides, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,

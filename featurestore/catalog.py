@@ -5,29 +5,105 @@ group) that no other segment shares. A segment becomes visible only when its rec
 target, and the size and blake2b of each of its files — is written to ``catalog/<id>.json``
 in one atomic step. Readers list the catalog and read only recorded files, so a crash leaves
 at worst an unrecorded folder (removed by ``gc``) and a rerun computes exactly what is missing.
+
+A record is data someone may hand you, so it is checked before anything is done with it
+(:func:`record_problem`): its id has the pattern of :func:`new_segment_id` and matches its file
+name, its file names and the names it stores (dataset, split, components) pass
+``names.check_name``, the fields readers use are there, and its ``checksum`` (blake2b-16 of
+the record's canonical JSON without that field) matches. A record without ``checksum`` was
+written by an older `prior` and is accepted as it is. A record that fails any check is
+*damaged*: reading raises `StoreError` naming it, ``verify`` reports it and
+``gc --drop-damaged`` removes the record file only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from featurestore.errors import StoreError
+from featurestore.errors import SegmentLostError, StoreError
 from featurestore.fs import StoreFS
+from featurestore.names import file_problem, name_problem
 
 CATALOG = "catalog"
 SEGMENTS = "segments"
 KINDS = ("pairs", "sentences", "parses", "feature", "resource")
+SEGMENT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{12}")
+REPAIR = "`prior store verify` lists the damage; `prior store gc --drop-damaged`, then a rebuild, repairs it"
+# target fields every reader relies on, per kind, with their JSON types
+TARGET_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "pairs": {"dataset": (str,), "split": (str,), "source_sha256": (str,)},
+    "sentences": {},
+    "parses": {"parse": (str,), "fingerprint": (dict,)},
+    "feature": {"entry": (str,), "name": (str,), "version": (int,), "params": (dict,), "parse": (str, type(None)),
+                "scope": (str,), "components": (list,)},
+    "resource": {"key": (str,), "kind": (str,), "meta": (dict,), "shapes": (dict,)},
+}
+# names a record stores that become file or array names (checked by names.name_problem)
+_NAMED = {"pairs": lambda t: [("dataset", t["dataset"]), ("split", t["split"])],
+          "feature": lambda t: [("component", c) for c in t["components"]],
+          "resource": lambda t: [("array", n) for n in t.get("shapes") or {}]}
+RECORD_FIELDS = {"id", "kind", "target", "files", "rows", "created", "meta", "lease", "checksum"}
+_DIGEST = re.compile(r"[0-9a-f]{32}")
 
 
 def new_segment_id() -> str:
-    """Sortable by creation time, unique across processes and machines."""
+    """Sortable by creation time, unique across processes and machines (also used for leases)."""
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+
+
+def is_segment_id(value: object) -> bool:
+    return isinstance(value, str) and SEGMENT_ID.fullmatch(value) is not None
+
+
+def record_checksum(raw: dict[str, Any]) -> str:
+    """blake2b-16 of the record's canonical JSON, its ``checksum`` field left out."""
+    body = {k: v for k, v in raw.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def record_problem(raw: object, name: str | None = None) -> str | None:
+    """What is wrong with a parsed catalog record (``name``: its file name), or None."""
+    if not isinstance(raw, dict):
+        return "is not a JSON object"
+    if missing := {"id", "kind", "target", "files", "rows"} - set(raw):
+        return f"lacks field(s) {sorted(missing)}"
+    if unknown := set(raw) - RECORD_FIELDS:
+        return f"has unknown field(s) {sorted(unknown)}"
+    if "checksum" in raw and raw["checksum"] != record_checksum(raw):
+        return "does not match its checksum (its content changed)"
+    sid, kind, target, files = raw["id"], raw["kind"], raw["target"], raw["files"]
+    if not is_segment_id(sid):
+        return f"has an invalid segment id {sid!r} (expected 20 digits, '-', 12 hex digits)"
+    if name is not None and name != f"{sid}.json":
+        return f"names segment {sid} but is stored as {name}"
+    if kind not in KINDS:
+        return f"has an unknown kind {kind!r}"
+    if not isinstance(target, dict) or not isinstance(files, dict) or not files or not isinstance(raw["rows"], int):
+        return "has no target, no files or no row count"
+    optional = {"shapes"}
+    if missing := [f for f in TARGET_FIELDS[kind] if f not in target and f not in optional]:
+        return f"lacks target field(s) {missing}"
+    if wrong := [f for f, types in TARGET_FIELDS[kind].items() if f in target and not isinstance(target[f], types)]:
+        return f"has target field(s) {wrong} of the wrong type"
+    for inner, info in files.items():
+        if (problem := file_problem(inner)) is not None:
+            return f"lists a file {inner!r} that {problem}"
+        if (not isinstance(info, dict) or not isinstance(info.get("size"), int) or info["size"] < 0
+                or not isinstance(info.get("blake2b"), str) or not _DIGEST.fullmatch(info["blake2b"])):
+            return f"has no valid size and blake2b for {inner}"
+    for what, value in _NAMED[kind](target) if kind in _NAMED else []:
+        if (problem := name_problem(value)) is not None:
+            return f"has a {what} name {value!r} that {problem}"
+    return None
 
 
 def file_digest(fs: StoreFS, rel: str) -> str:
@@ -47,29 +123,49 @@ class Segment:
     rows: int
     created: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    lease: str = ""  # the lease of the build that wrote it ("" for a writer without one)
+    sealed: bool = True  # the record carries its own checksum (False: written by an older prior)
 
     @property
     def folder(self) -> str:
         return f"{SEGMENTS}/{self.id}"
 
     def to_json(self) -> str:
-        return json.dumps({"id": self.id, "kind": self.kind, "target": self.target, "files": self.files,
-                           "rows": self.rows, "created": self.created, "meta": self.meta},
-                          sort_keys=True, indent=1)
+        raw = {"id": self.id, "kind": self.kind, "target": self.target, "files": self.files, "rows": self.rows,
+               "created": self.created, "meta": self.meta, "lease": self.lease}
+        raw["checksum"] = record_checksum(raw)
+        return json.dumps(raw, sort_keys=True, indent=1)
 
     @classmethod
     def from_json(cls, text: str, *, source: str) -> Segment:
+        """The record in ``text`` (read from ``source``, ``catalog/<id>.json``), checked by
+        :func:`record_problem`; `StoreError` naming the record when it is damaged."""
         try:
             raw = json.loads(text)
-            return cls(id=raw["id"], kind=raw["kind"], target=raw["target"], files=raw["files"],
-                       rows=int(raw["rows"]), created=raw.get("created", ""), meta=raw.get("meta", {}))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"catalog record {source} is damaged ({exc}); run `prior store verify`") from exc
+        except ValueError as exc:
+            raise StoreError(f"catalog record {source} is damaged (not JSON: {exc}); {REPAIR}") from None
+        problem = record_problem(raw, source.rsplit("/", 1)[-1])
+        if problem is None:
+            try:
+                return cls(id=raw["id"], kind=raw["kind"], target=raw["target"], files=raw["files"],
+                           rows=int(raw["rows"]), created=str(raw.get("created", "")),
+                           meta=dict(raw.get("meta") or {}), lease=str(raw.get("lease") or ""),
+                           sealed="checksum" in raw)
+            except (ValueError, TypeError) as exc:
+                problem = f"has a malformed field ({exc})"
+        raise StoreError(f"catalog record {source} is damaged: it {problem}; {REPAIR}")
 
 
 def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, Any], rows: int,
-                   meta: dict[str, Any] | None = None) -> Segment:
-    """Record every file now in ``segments/<id>/`` and make the segment visible, atomically."""
+                   meta: dict[str, Any] | None = None, *, required: Sequence[str] = (), lease: str = "",
+                   ready: Callable[[], None] | None = None) -> Segment:
+    """Record every file now in ``segments/<id>/`` and make the segment visible, atomically.
+
+    ``required``: files the writer wrote; if one is gone (a forced ``gc`` removed the folder)
+    nothing is committed and `SegmentLostError` is raised. ``ready`` runs right before the
+    record is written (the writer's lease check). The required files are looked for again
+    after the record is written: if they vanished meanwhile, the record is taken back.
+    """
     if kind not in KINDS:
         raise StoreError(f"unknown segment kind {kind!r}")
     folder = f"{SEGMENTS}/{segment_id}"
@@ -77,30 +173,43 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     for rel in fs.walk_files(folder):
         inner = rel[len(folder) + 1:]
         files[inner] = {"size": fs.size(rel), "blake2b": file_digest(fs, rel)}
-    if not files:
-        raise StoreError(f"segment {segment_id} has no files to commit")
+    lost = [name for name in required if name not in files]
+    if not files or lost:
+        raise SegmentLostError(f"segment {segment_id} lost {', '.join(lost) or 'its files'} before its commit "
+                               "(its folder was removed, e.g. by `prior store gc --force`); nothing was committed")
     segment = Segment(id=segment_id, kind=kind, target=target, files=files, rows=rows,
-                      created=datetime.now(timezone.utc).isoformat(timespec="seconds"), meta=meta or {})
-    fs.write_atomic(f"{CATALOG}/{segment_id}.json", segment.to_json().encode("utf-8"))
+                      created=datetime.now(timezone.utc).isoformat(timespec="seconds"), meta=meta or {}, lease=lease)
+    record = f"{CATALOG}/{segment_id}.json"
+    if ready is not None:
+        ready()
+    fs.write_atomic(record, segment.to_json().encode("utf-8"))
+    if not all(fs.exists(f"{folder}/{name}") for name in required):
+        fs.remove(record)
+        raise SegmentLostError(f"segment {segment_id}'s folder was removed while it was committed; "
+                               "its record was taken back")
     return segment
 
 
-def read_catalog(fs: StoreFS, damaged: list[str] | None = None) -> list[Segment]:
+def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Segment]:
     """Committed segments, oldest first. Temporary files of unfinished commits are ignored.
 
-    A damaged record raises StoreError, unless ``damaged`` is given: then its path is appended
-    there and the record skipped (``verify`` and ``gc --drop-damaged`` use this).
+    A damaged record raises StoreError, unless ``damaged`` is given: then its path is recorded
+    there with the error and the record skipped (``verify`` and ``gc --drop-damaged`` use this).
     """
     segments = []
     for name in fs.listdir(CATALOG):
         if not name.endswith(".json") or ".tmp-" in name:
             continue
+        rel = f"{CATALOG}/{name}"
         try:
-            segments.append(Segment.from_json(fs.read_bytes(f"{CATALOG}/{name}").decode("utf-8", "replace"),
-                                              source=f"{CATALOG}/{name}"))
-        except StoreError:
+            if not is_segment_id(name[:-len(".json")]):
+                raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
+            if not fs.inside(rel):
+                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
+            segments.append(Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel))
+        except StoreError as exc:
             if damaged is None:
                 raise
-            damaged.append(f"{CATALOG}/{name}")
+            damaged[rel] = str(exc)
     segments.sort(key=lambda s: s.id)
     return segments

@@ -38,3 +38,8 @@ class StoreError(PriorError, RuntimeError):
 
 class ResourceError(PriorError, RuntimeError):
     """A resource (WordNet, a parser model, embeddings, a backbone) is missing or unusable."""
+
+
+class SegmentLostError(StoreError):
+    """A segment's folder or files vanished before its commit (removed by a forced `gc`, or the
+    writer's lease expired): nothing was committed, and the writer may write it again."""

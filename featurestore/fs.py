@@ -3,6 +3,12 @@
 One small wrapper so the rest of `featurestore` never cares where the store lives. Commits
 rely on one atomic step: on a local file system a rename (``os.replace``); on object stores a
 single-object put, which is atomic there.
+
+Every path goes through :meth:`StoreFS.path`, which refuses a relative path that could leave
+the root (absolute, ``..``, empty parts, backslashes, NUL): a last guard behind the checks of
+the names that make up store paths (``names.py``, ``catalog.py``). On a local disk a store
+holds no links: reading, listing, sizing or writing anything reached through one is refused
+(`StoreError`), wherever it points; ``remove`` removes a link itself, never what it points to.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from pathlib import Path
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+
+from featurestore.errors import StoreError
 
 
 class StoreFS:
@@ -27,20 +35,44 @@ class StoreFS:
         self.url = self.root if self.local else text.rstrip("/")
 
     def path(self, rel: str) -> str:
-        return posixpath.join(self.root, rel) if rel else self.root
+        if not rel:
+            return self.root
+        if rel.startswith("/") or "\\" in rel or "\x00" in rel or any(p in ("", ".", "..") for p in rel.split("/")):
+            raise StoreError(f"refusing the path {rel!r}: it could point outside the store at {self.url}")
+        return posixpath.join(self.root, rel)
+
+    def inside(self, rel: str) -> bool:
+        """Whether ``rel`` really lies inside the root: on a local disk no part of it below the
+        root is a link (a store never holds links; one is refused wherever it points, so
+        nothing outside is ever reached through it). Object stores have no links."""
+        if not self.local:
+            return True
+        path = self.root
+        for part in self.path(rel)[len(self.root):].strip("/").split("/"):
+            path = f"{path}/{part}"
+            if os.path.islink(path):
+                return False
+        return True
+
+    def _content(self, rel: str) -> str:
+        """The path of ``rel`` to read, list or write: `StoreError` when it is reached through a link."""
+        if not self.inside(rel):
+            raise StoreError(f"{rel} in the store at {self.url} is reached through a link; "
+                             "a store holds none, so it is not followed")
+        return self.path(rel)
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
 
     def makedirs(self, rel: str) -> None:
-        self.fs.makedirs(self.path(rel), exist_ok=True)
+        self.fs.makedirs(self._content(rel), exist_ok=True)
 
     def read_bytes(self, rel: str) -> bytes:
-        return self.fs.cat_file(self.path(rel))
+        return self.fs.cat_file(self._content(rel))
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Write so that readers see either nothing or the whole file."""
-        target = self.path(rel)
+        target = self._content(rel)
         if self.local:
             tmp = f"{target}.tmp-{uuid.uuid4().hex}"
             Path(tmp).parent.mkdir(parents=True, exist_ok=True)
@@ -59,14 +91,14 @@ class StoreFS:
     def listdir(self, rel: str) -> list[str]:
         """Names (not paths) directly under ``rel``; empty when it does not exist."""
         try:
-            entries = self.fs.ls(self.path(rel), detail=False)
+            entries = self.fs.ls(self._content(rel), detail=False)
         except FileNotFoundError:
             return []
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
 
     def walk_files(self, rel: str) -> list[str]:
         """All files below ``rel``, as store-relative paths."""
-        base = self.path(rel)
+        base = self._content(rel)
         if not self.fs.exists(base):
             return []
         prefix = self.root.rstrip("/") + "/"
@@ -77,10 +109,15 @@ class StoreFS:
         return sorted(out)
 
     def size(self, rel: str) -> int:
-        return int(self.fs.size(self.path(rel)))
+        return int(self.fs.size(self._content(rel)))
 
     def remove(self, rel: str) -> None:
-        self.fs.rm(self.path(rel), recursive=True)
+        """Remove a file or a folder with everything in it; a link is removed, never followed."""
+        path = self.path(rel)
+        if self.local and os.path.islink(path):
+            os.unlink(path)
+            return
+        self.fs.rm(path, recursive=True)
 
     def open(self, rel: str, mode: str = "rb"):  # noqa: ANN201 - fsspec file object
-        return self.fs.open(self.path(rel), mode)
+        return self.fs.open(self._content(rel), mode)

@@ -1,4 +1,12 @@
-"""Store upkeep: what it holds (info), whether it is intact (verify), and clean-up (gc)."""
+"""Store upkeep: what it holds (info), whether it is intact (verify), and clean-up (gc).
+
+``verify`` checks every catalog record (``catalog.record_problem``) and every committed file
+(size and blake2b); it reads nothing a record names unless the name passed its checks, and on
+a local disk never follows a link out of the store. ``gc`` removes uncommitted segment folders
+that no live build claims, what dead builds left (``lease.py``) and, when asked, damaged
+segments; it refuses to run while a build holds the store unless forced, and even then keeps
+every folder a live build claims.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, read_catalog
+from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
+from featurestore.errors import StoreError
+from featurestore.fs import StoreFS
+from featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
 from featurestore.store import Store
 
 
@@ -52,35 +63,89 @@ class VerifyReport:
     checked_segments: int = 0
     checked_files: int = 0
     damaged: list[str] = field(default_factory=list)  # one line per problem
-    leftovers: list[str] = field(default_factory=list)  # uncommitted folders (harmless; gc removes)
+    damaged_segments: list[str] = field(default_factory=list)  # ids of committed segments with bad files
+    damaged_records: list[str] = field(default_factory=list)  # catalog files that cannot be used
+    leftovers: list[str] = field(default_factory=list)  # uncommitted folders no live build claims (gc removes)
+    in_progress: list[str] = field(default_factory=list)  # uncommitted folders of live builds
+    builds: list[str] = field(default_factory=list)  # live builds holding the store
+    strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder
+    unsealed_records: int = 0  # records of an older prior, without their own checksum (accepted)
 
     @property
     def ok(self) -> bool:
         return not self.damaged
 
 
+@dataclass
+class _Scan:
+    """The store's state as gc and verify see it, read in the order that makes gc safe."""
+
+    folders: list[str]
+    strays: list[str]
+    temporary: list[str]  # unfinished commits' temporary catalog files
+    live: list[LeaseInfo]
+    dead: set[str]
+    owned: set[str]
+    segments: list[Segment]
+    bad_records: dict[str, str]
+
+    @property
+    def committed(self) -> set[str]:
+        return {s.id for s in self.segments}
+
+    def held(self) -> set[str]:
+        """Folders named like a damaged record's file: kept until ``--drop-damaged`` drops the record."""
+        return {rel.rsplit("/", 1)[-1][:-len(".json")] for rel in self.bad_records}
+
+
+def _scan(fs: StoreFS) -> _Scan:
+    # folders (and temporary records) first, then leases and claims, then the catalog (see lease.py)
+    names = fs.listdir(SEGMENTS)
+    temporary = [n for n in fs.listdir(CATALOG) if ".tmp-" in n]
+    live, dead = read_leases(fs)
+    owned = set().union(*(claims(fs, lease.id) for lease in live)) if live else set()
+    bad: dict[str, str] = {}
+    segments = read_catalog(fs, damaged=bad)
+    return _Scan(folders=[n for n in names if is_segment_id(n)], strays=[n for n in names if not is_segment_id(n)],
+                 temporary=temporary, live=live, dead=dead, owned=owned, segments=segments, bad_records=bad)
+
+
 def verify_store(store: Store) -> VerifyReport:
-    """Check every committed file's size and blake2b; list uncommitted leftovers."""
-    report = VerifyReport()
+    """Check every catalog record and every committed file's size and blake2b; list uncommitted
+    leftovers, the work in progress of live builds and old records without their checksum."""
     fs = store.fs
-    bad_records: list[str] = []
-    segments = read_catalog(fs, damaged=bad_records)
-    report.damaged += [f"catalog record {rel} is damaged (unreadable JSON or fields)" for rel in bad_records]
-    for seg in segments:
+    scan = _scan(fs)
+    report = VerifyReport(builds=[lease.describe() for lease in scan.live], strays=scan.strays)
+    for rel, problem in sorted(scan.bad_records.items()):
+        report.damaged.append(problem)
+        report.damaged_records.append(rel)
+    for seg in scan.segments:
         report.checked_segments += 1
-        for inner, expected in sorted(seg.files.items()):
-            rel = f"{seg.folder}/{inner}"
-            report.checked_files += 1
-            if not fs.exists(rel):
-                report.damaged.append(f"segment {seg.id} ({_describe(seg)}): missing file {rel}")
-            elif fs.size(rel) != expected["size"]:
-                report.damaged.append(f"segment {seg.id} ({_describe(seg)}): {rel} has {fs.size(rel)} bytes, "
-                                      f"expected {expected['size']}")
-            elif file_digest(fs, rel) != expected["blake2b"]:
-                report.damaged.append(f"segment {seg.id} ({_describe(seg)}): {rel} content changed (checksum)")
-    committed = {s.id for s in segments}
-    report.leftovers = [name for name in fs.listdir(SEGMENTS) if name not in committed]
+        report.unsealed_records += not seg.sealed
+        problems = [p for inner, expected in sorted(seg.files.items()) if (p := _file_problem(fs, seg, inner, expected))]
+        report.checked_files += len(seg.files)
+        report.damaged += problems
+        if problems:
+            report.damaged_segments.append(seg.id)
+    uncommitted = [n for n in scan.folders if n not in scan.committed and n not in scan.held()]
+    report.leftovers = [n for n in uncommitted if n not in scan.owned]
+    report.in_progress = [n for n in uncommitted if n in scan.owned]
     return report
+
+
+def _file_problem(fs: StoreFS, seg: Segment, inner: str, expected: dict[str, Any]) -> str | None:
+    rel = f"{seg.folder}/{inner}"
+    where = f"segment {seg.id} ({_describe(seg)})"
+    if not fs.inside(rel):
+        return f"{where}: {rel} is reached through a link (a store holds none; not followed)"
+    if not fs.exists(rel):
+        return f"{where}: missing file {rel}"
+    size = fs.size(rel)
+    if size != expected["size"]:
+        return f"{where}: {rel} has {size} bytes, expected {expected['size']}"
+    if file_digest(fs, rel) != expected["blake2b"]:
+        return f"{where}: {rel} content changed (checksum)"
+    return None
 
 
 def _describe(seg: Segment) -> str:
@@ -99,32 +164,59 @@ class GcReport:
     removed: list[str]
     bytes: int
     dry_run: bool
+    kept: list[str] = field(default_factory=list)  # uncommitted folders of live builds, left alone
+    builds: list[str] = field(default_factory=list)  # live builds holding the store (gc --force)
+    strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder, left alone
 
 
-def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False) -> GcReport:
-    """Remove uncommitted segment folders and stray temporary catalog files.
+def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
+    """Remove uncommitted segment folders no live build claims, stray temporary catalog files
+    and what dead builds left under ``leases/``.
 
-    With ``drop_damaged`` also un-commit segments that ``verify`` finds damaged (their catalog
-    record first, then their files), so that a rebuild recomputes exactly those keys.
+    Refuses (`StoreError` naming the builds) while a live build holds the store, unless
+    ``force``: then it runs but keeps every folder and temporary file a live build claims.
+    With ``drop_damaged`` it also un-commits damaged segments (their catalog record first, then
+    their files) and removes catalog files that cannot be used (only that file: nothing a
+    damaged record names is followed), so that a rebuild recomputes exactly those keys.
+    ``bytes`` counts everything removed (or, in a dry run, everything that would be).
     """
     fs = store.fs
-    bad_records: list[str] = []
-    segments = read_catalog(fs, damaged=bad_records)
-    committed = {s.id for s in segments}
-    targets = [f"{SEGMENTS}/{name}" for name in fs.listdir(SEGMENTS) if name not in committed]
-    targets += [f"{CATALOG}/{name}" for name in fs.listdir(CATALOG) if ".tmp-" in name]
-    damaged_ids: list[str] = []
+    scan = _scan(fs)
+    if scan.live and not force:
+        raise StoreError("a build holds the store, gc removes nothing while builds run: "
+                         + "; ".join(lease.describe() for lease in scan.live)
+                         + ". Wait for it to end, or pass --force (which still keeps the folders those builds own)")
+    held = set() if drop_damaged else scan.held()
+    targets: list[str] = []
     if drop_damaged:
-        damaged_ids = sorted({line.split()[1] for line in verify_store(store).damaged if line.startswith("segment ")})
-        targets += bad_records
-    size = 0
-    for rel in targets:
-        size += sum(fs.size(f) for f in fs.walk_files(rel)) if not rel.startswith(CATALOG) else fs.size(rel)
-    for sid in damaged_ids:
-        targets += [f"{CATALOG}/{sid}.json", f"{SEGMENTS}/{sid}"]
+        report = verify_store(store)
+        for sid in report.damaged_segments:
+            targets += [f"{CATALOG}/{sid}.json", f"{SEGMENTS}/{sid}"]
+        targets += sorted(scan.bad_records)
+    targets += [f"{SEGMENTS}/{n}" for n in scan.folders
+                if n not in scan.committed and n not in scan.owned and n not in held]
+    # a temporary file belongs to a commit or lease write in progress unless it is old
+    targets += [f"{CATALOG}/{n}" for n in scan.temporary
+                if n[:ID_LENGTH] not in scan.owned and stale(fs, f"{CATALOG}/{n}")]
+    live_ids = {lease.id for lease in scan.live}
+    for name in fs.listdir(LEASES):
+        if name[:ID_LENGTH] in scan.dead or (".tmp-" in name and name[:ID_LENGTH] not in live_ids
+                                             and stale(fs, f"{LEASES}/{name}")):
+            targets.append(f"{LEASES}/{name}")
+    targets = list(dict.fromkeys(targets))
+    size = sum(_bytes(fs, rel) for rel in targets)
     if not dry_run:
         for rel in targets:
-            if fs.exists(rel):
+            if fs.exists(rel) or not fs.inside(rel):  # a dangling link is removed too
                 fs.remove(rel)
         store.refresh()
-    return GcReport(removed=targets, bytes=size, dry_run=dry_run)
+    kept = sorted(n for n in scan.folders if n in scan.owned and n not in scan.committed)
+    return GcReport(removed=targets, bytes=size, dry_run=dry_run, kept=kept,
+                    builds=[lease.describe() for lease in scan.live], strays=scan.strays)
+
+
+def _bytes(fs: StoreFS, rel: str) -> int:
+    """Bytes of a file or folder inside the store (links are not followed: 0)."""
+    if not fs.inside(rel) or not fs.exists(rel):
+        return 0
+    return sum(fs.size(f) for f in fs.walk_files(rel) if fs.inside(f))

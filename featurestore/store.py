@@ -13,6 +13,10 @@ Layout below the store's root (a directory or an fsspec URL)::
 
 Per-sentence results are keyed by sentence key, per-pair results by pair key (keys.py).
 A feature *entry* is ``name@version`` + resolved params + parse id (``keys.entry_key``).
+
+Reads are checked (``checked.py``): a committed file is used only once it matches its catalog
+record. Writes made under a lease (``lease.py``, ``open_store(..., lease=)``) claim their segment
+before creating it and commit only while the lease is live, so ``gc`` never removes them.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +35,13 @@ import pyarrow.parquet as pq
 
 from featurestore import keys as keymod
 from featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
-from featurestore.errors import NotFoundError, StoreError
+from featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
+from featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
 from featurestore.fs import StoreFS
+from featurestore.lease import check_live, claim
+from featurestore.names import check_name
 from featurestore.segment_cache import PARSE_SEGMENTS
-from featurestore.tensors import flatten, read_flat, write_flat
+from featurestore.tensors import flatten, read_flat_files, write_flat
 
 FORMAT = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
@@ -162,21 +169,50 @@ def _source_of(segment: Segment) -> str:
     return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
 
 
-def _read_parquet(fs: StoreFS, rel: str, columns: Sequence[str] | None = None) -> pa.Table:
+def _read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """A committed Parquet file (checked against its record on its first read in this process);
+    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback."""
     # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
     # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
     wanted = list(columns) if columns else None
-    if fs.local:
-        with pq.ParquetFile(fs.path(rel)) as pf:
+    try:
+        if not is_verified(fs, segment, inner):
+            with pq.ParquetFile(pa.BufferReader(read_checked(fs, segment, inner))) as pf:
+                return pf.read(columns=wanted)
+        rel = f"{segment.folder}/{inner}"
+        if fs.local:
+            with pq.ParquetFile(fs.path(rel)) as pf:
+                return pf.read(columns=wanted)
+        with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
             return pf.read(columns=wanted)
-    with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-        return pf.read(columns=wanted)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The flat arrays ``names`` of a segment's Zarr group: every recorded file below
+    ``arrays/`` is checked first (``zarr.json`` files and chunks), then decoded from the checked
+    bytes; a group that still cannot be decoded is a `StoreError` naming the segment."""
+    files = read_checked_folder(fs, segment, "arrays")
+    try:
+        return read_flat_files(files, names)
+    except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
+        raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def _write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
     fs.makedirs(rel.rsplit("/", 1)[0])
     with fs.open(rel, "wb") as fh:
         pq.write_table(table, fh, compression="zstd")
+
+
+def _parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
+    """A segment's ``write`` for one Parquet file."""
+    def write(folder: str) -> list[str]:
+        _write_parquet(fs, f"{folder}/{name}", table)
+        return [name]
+
+    return write
 
 
 class Store:
@@ -186,20 +222,38 @@ class Store:
     that can reach the store (Dask workers do). Readers see committed segments only.
     """
 
-    def __init__(self, location: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, create: bool = True, lease: str | None = None) -> None:
         self.fs = StoreFS(location)
         self.location = self.fs.url
+        self.lease = lease  # writes claim their segments under this lease and commit only while it lives
+        try:
+            self._open(create)
+        except PriorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a backend's error (permissions, credentials): one line
+            raise StoreError(f"cannot {'open or create' if create else 'open'} the store at {self.location} "
+                             f"({type(exc).__name__}: {exc})") from None
+        self._segments: list[Segment] | None = None
+
+    def _open(self, create: bool) -> None:
         if not self.fs.exists("STORE.json"):
+            started = self.fs.exists("catalog") or self.fs.exists(SEGMENTS)
             if not create:
+                if started:
+                    raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
+                                     f"was interrupted; rerun `prior build --store {self.location}` to continue it")
                 raise NotFoundError(f"no feature store at {self.location}; build one with `prior build`")
+            self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
             self.fs.makedirs("catalog")
             self.fs.makedirs(SEGMENTS)
-            self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
-        else:
+            return
+        try:
             fmt = json.loads(self.fs.read_bytes("STORE.json"))
-            if fmt.get("format") != FORMAT["format"] or int(fmt.get("version", 0)) > FORMAT["version"]:
-                raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
-        self._segments: list[Segment] | None = None
+            known = fmt.get("format") == FORMAT["format"] and int(fmt.get("version", 0)) <= FORMAT["version"]
+        except (ValueError, TypeError, AttributeError):
+            raise StoreError(f"{self.location}/STORE.json is damaged; restore it as {json.dumps(FORMAT)}") from None
+        if not known:
+            raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
 
     def __repr__(self) -> str:
         return f"Store({self.location!r})"
@@ -213,12 +267,38 @@ class Store:
     def refresh(self) -> None:
         self._segments = None
 
-    def _commit(self, segment_id: str, kind: str, target: dict[str, Any], rows: int,
-                meta: dict[str, Any] | None = None) -> Segment:
-        segment = commit_segment(self.fs, segment_id, kind, target, rows, meta)
-        if self._segments is not None:
-            self._segments.append(segment)
-        return segment
+    def _write_segment(self, kind: str, target: dict[str, Any], rows: int, write: Callable[[str], Sequence[str]],
+                       meta: dict[str, Any] | None = None) -> Segment:
+        """Make a new segment: claim its id under the lease (if any), ``write(folder)`` its files
+        (returning their names), commit. A folder removed before its commit (a forced gc) is
+        written once more under a new id."""
+        for attempt in (1, 2):
+            sid = new_segment_id()
+            if self.lease:
+                claim(self.fs, self.lease, sid)
+            required = write(f"{SEGMENTS}/{sid}")
+            ready = (lambda: check_live(self.fs, self.lease)) if self.lease else None  # type: ignore[arg-type]
+            try:
+                segment = commit_segment(self.fs, sid, kind, target, rows, meta, required=required,
+                                         lease=self.lease or "", ready=ready)
+            except SegmentLostError:
+                if attempt == 2:
+                    raise
+                continue
+            if self._segments is not None:
+                self._segments.append(segment)
+            return segment
+        raise AssertionError("unreachable")
+
+    def segment_keys(self, segments: Iterable[Segment]) -> set[str]:
+        """The keys stored in ``segments`` (sentence, parse or feature segments)."""
+        column = {"sentences": ("sentences.parquet", "sent_key"), "parses": ("parses.parquet", "sent_key"),
+                  "feature": ("index.parquet", "key")}
+        keys: set[str] = set()
+        for s in segments:
+            inner, col = column[s.kind]
+            keys.update(_read_parquet(self.fs, s, inner, [col]).column(col).to_pylist())
+        return keys
 
     # ---------------------------------------------------------------- pairs
     def write_pairs(self, dataset: str, split: str, table: pa.Table, *, source_sha256: str,
@@ -227,12 +307,12 @@ class Store:
         if table.num_rows == 0:
             return None
         required = {"row", "pair_key", "key_a", "key_b", "label"}
+        check_name("dataset", dataset)
+        check_name("split", split)
         if missing := required - set(table.column_names):
             raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
-        sid = new_segment_id()
-        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/pairs.parquet", table)
-        return self._commit(sid, "pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
-                            table.num_rows, meta)
+        return self._write_segment("pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
+                                   table.num_rows, _parquet_writer(self.fs, "pairs.parquet", table), meta)
 
     def datasets(self) -> list[tuple[str, str]]:
         return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
@@ -253,7 +333,7 @@ class Store:
             known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
             raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
                                 f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
-        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/pairs.parquet")) for s in segs]
+        frames = [pl.from_arrow(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
 
@@ -269,24 +349,18 @@ class Store:
     def write_sentences(self, keys: Sequence[str], texts: Sequence[str]) -> Segment | None:
         if not keys:
             return None
-        sid = new_segment_id()
-        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/sentences.parquet",
-                       pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())}))
-        return self._commit(sid, "sentences", {}, len(keys))
+        table = pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())})
+        return self._write_segment("sentences", {}, len(keys), _parquet_writer(self.fs, "sentences.parquet", table))
 
     def sentences(self) -> pl.DataFrame:
-        frames = [pl.from_arrow(_read_parquet(self.fs, f"{s.folder}/sentences.parquet"))
+        frames = [pl.from_arrow(_read_parquet(self.fs, s, "sentences.parquet"))
                   for s in self.segments("sentences")]
         if not frames:
             return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
 
     def sentence_keys(self) -> set[str]:
-        keys: set[str] = set()
-        for s in self.segments("sentences"):
-            keys.update(_read_parquet(self.fs, f"{s.folder}/sentences.parquet", ["sent_key"])
-                        .column("sent_key").to_pylist())
-        return keys
+        return self.segment_keys(self.segments("sentences"))
 
     def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
                      records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None) -> Segment | None:
@@ -300,22 +374,16 @@ class Store:
         for col in PARSE_COLUMNS:
             typ = pa.list_(pa.int32()) if col == "heads" else pa.list_(pa.string())
             columns[col] = pa.array([list(r[col]) for r in records], typ)
-        sid = new_segment_id()
-        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/parses.parquet", pa.table(columns))
         target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
-        return self._commit(sid, "parses", target, len(keys))
+        return self._write_segment("parses", target, len(keys),
+                                   _parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
         return {s.target["parse"]: s.target["fingerprint"] for s in self.segments("parses")}
 
     def parsed_keys(self, parse: str) -> set[str]:
-        keys: set[str] = set()
-        for s in self.segments("parses"):
-            if s.target["parse"] == parse:
-                keys.update(_read_parquet(self.fs, f"{s.folder}/parses.parquet", ["sent_key"])
-                            .column("sent_key").to_pylist())
-        return keys
+        return self.segment_keys(s for s in self.segments("parses") if s.target["parse"] == parse)
 
     def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
                columns: Sequence[str] | None = None, *, cache: bool = False) -> pl.DataFrame:
@@ -335,10 +403,9 @@ class Store:
         for s in segs:
             if s.target["parse"] != parse:
                 continue
-            path = f"{s.folder}/parses.parquet"
 
-            def load(path: str = path) -> pl.DataFrame:
-                return pl.from_arrow(_read_parquet(self.fs, path, wanted))  # type: ignore[return-value]
+            def load(s: Segment = s) -> pl.DataFrame:
+                return pl.from_arrow(_read_parquet(self.fs, s, "parses.parquet", wanted))  # type: ignore[return-value]
 
             frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
             # filtered per segment: a worker reading one partition's sentences never holds the
@@ -359,17 +426,21 @@ class Store:
         columns: dict[str, Any] = {"key": pa.array(keys, pa.string())}
         flats = {}
         for comp in entry.components:
+            check_name("component", comp)
             try:
                 arrays = [np.asarray(item[comp]) for item in items]
             except KeyError:
                 raise StoreError(f"{entry.spec}: an item lacks component {comp!r}") from None
             flats[comp], index_cols = flatten(comp, arrays)
             columns.update({k: pa.array(v) for k, v in index_cols.items()})
-        sid = new_segment_id()
-        write_flat(self.fs, f"{SEGMENTS}/{sid}/arrays", flats)
-        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/index.parquet", pa.table(columns))
-        return self._commit(sid, "feature", entry.target(), len(keys),
-                            {"dtypes": {c: str(f.dtype) for c, f in flats.items()}})
+
+        def write(folder: str) -> list[str]:
+            write_flat(self.fs, f"{folder}/arrays", flats)
+            _write_parquet(self.fs, f"{folder}/index.parquet", pa.table(columns))
+            return ["index.parquet", "arrays/zarr.json"]
+
+        return self._write_segment("feature", entry.target(), len(keys), write,
+                                   {"dtypes": {c: str(f.dtype) for c, f in flats.items()}})
 
     def entries(self, name: str | None = None) -> list[EntryInfo]:
         """Entries present, oldest first (by their first segment)."""
@@ -400,11 +471,7 @@ class Store:
 
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:
         key = entry if isinstance(entry, str) else entry.key
-        out: set[str] = set()
-        for s in self.segments("feature"):
-            if s.target["entry"] == key:
-                out.update(_read_parquet(self.fs, f"{s.folder}/index.parquet", ["key"]).column("key").to_pylist())
-        return out
+        return self.segment_keys(s for s in self.segments("feature") if s.target["entry"] == key)
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""
@@ -417,8 +484,8 @@ class Store:
             {c: [] for c in info.components}, {c: [] for c in info.components}
         base = {c: 0 for c in info.components}
         for s in segs:
-            idx = _read_parquet(self.fs, f"{s.folder}/index.parquet")
-            arrays = read_flat(self.fs, f"{s.folder}/arrays", info.components)
+            idx = _read_parquet(self.fs, s, "index.parquet")
+            arrays = _read_arrays(self.fs, s, info.components)
             parts_keys.append(np.asarray(idx.column("key").to_pylist(), dtype=object))
             for c in info.components:
                 flat[c].append(arrays[c])
@@ -451,13 +518,17 @@ class Store:
         key = keymod.digest(b"\x00".join(parts))
         if any(s.target["key"] == key for s in self.segments("resource")):
             return key
-        sid = new_segment_id()
-        _write_parquet(self.fs, f"{SEGMENTS}/{sid}/table.parquet", table)
-        shapes = {name: list(np.shape(a)) for name, a in arrays.items()}
-        if arrays:
-            write_flat(self.fs, f"{SEGMENTS}/{sid}/arrays", {n: np.ascontiguousarray(a).ravel() for n, a in arrays.items()})
-        self._commit(sid, "resource", {"key": key, "kind": kind, "meta": dict(meta or {}), "shapes": shapes},
-                     table.num_rows)
+        shapes = {check_name("array", name): list(np.shape(a)) for name, a in arrays.items()}
+
+        def write(folder: str) -> list[str]:
+            _write_parquet(self.fs, f"{folder}/table.parquet", table)
+            if not arrays:
+                return ["table.parquet"]
+            write_flat(self.fs, f"{folder}/arrays", {n: np.ascontiguousarray(a).ravel() for n, a in arrays.items()})
+            return ["table.parquet", "arrays/zarr.json"]
+
+        self._write_segment("resource", {"key": key, "kind": kind, "meta": dict(meta or {}), "shapes": shapes},
+                            table.num_rows, write)
         return key
 
     def find_resources(self, kind: str, **meta: Any) -> list[str]:
@@ -467,10 +538,13 @@ class Store:
     def read_resource(self, key: str) -> Resource:
         for s in self.segments("resource"):
             if s.target["key"] == key:
-                table = _read_parquet(self.fs, f"{s.folder}/table.parquet")
+                table = _read_parquet(self.fs, s, "table.parquet")
                 shapes = s.target.get("shapes", {})
-                flats = read_flat(self.fs, f"{s.folder}/arrays", list(shapes)) if shapes else {}
-                arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
+                flats = _read_arrays(self.fs, s, list(shapes)) if shapes else {}
+                try:
+                    arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
+                except (ValueError, TypeError) as exc:
+                    raise damaged(s, "arrays/", f"does not have the recorded shapes ({exc})") from None
                 return Resource(kind=s.target["kind"], key=key, table=table, arrays=arrays, meta=s.target["meta"])
         raise NotFoundError(f"{self.location} has no resource {key}")
 
@@ -491,10 +565,12 @@ class Store:
         return sum(f["size"] for s in self.segments() for f in s.files.values())
 
 
-def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
-    """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``."""
+def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True,
+               lease: str | None = None) -> Store:
+    """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``.
+    ``lease``: the id of a build's lease (``lease.py``) that this store's writes belong to."""
     if location is None:
         from featurestore.paths import default_store
 
         location = default_store()
-    return Store(location, create=create)
+    return Store(location, create=create, lease=lease)

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import zarr
 from zarr.codecs import ZstdCodec
+from zarr.core.buffer import cpu
 
 from featurestore.errors import StoreError
 from featurestore.fs import StoreFS
@@ -60,8 +61,12 @@ def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray]) -> None:
             arr[:] = flat
 
 
-def read_flat(fs: StoreFS, rel: str, names: Sequence[str]) -> dict[str, np.ndarray]:
-    group = zarr.open_group(zarr_store(fs, rel, read_only=True), mode="r")
+def read_flat_files(files: Mapping[str, bytes], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The flat arrays ``names`` of a Zarr group given as its files' bytes (path in the group →
+    content), as the store's checked reads hand them over: decoded in memory, so what is
+    decoded is exactly what was checked."""
+    memory = zarr.storage.MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in files.items()}, read_only=True)
+    group = zarr.open_group(memory, mode="r")
     return {name: np.asarray(group[name][:]) for name in names}
 
 

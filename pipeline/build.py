@@ -6,6 +6,11 @@ features run as Dask tasks, one per partition of a few hundred to a few thousand
 task writes and commits its own segment, so a build killed part-way keeps what it committed
 and the rerun computes exactly the keys that are missing. Models and resources are loaded once
 per worker process (see ``worker.py``).
+
+A build holds a lease on the store while it runs (``featurestore.lease``): its segments are
+claimed, so ``prior store gc`` leaves them alone, and it first removes what dead builds left.
+Before its first commit it checks that it can finish (``preflight.py``): the store can be
+written, the scheduler answers, the workers have the parser, WordNet and the store.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import pyarrow as pa
 from featurestore import keys as K
 from featurestore import make_entry, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
+from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
-from pipeline import worker
+from pipeline import preflight, worker
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
@@ -203,7 +209,7 @@ class _Runner:
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
         if self.options.scheduler:
-            self.client = Client(self.options.scheduler, timeout="30s")
+            self.client = preflight.connect(self.options.scheduler)
         else:
             from featurestore.paths import prior_home
 
@@ -311,14 +317,41 @@ def _cuts(n: int, parts: int, weights: Sequence[float] | None) -> list[int]:
     return bounds
 
 
-def _feature_call(store_url: str, feature: Any, entry: EntryInfo, parse: str, part: list[Any]) -> tuple[Any, ...]:
+def _feature_call(store: Store, feature: Any, entry: EntryInfo, parse: str, part: list[Any],
+                  known: list[str]) -> tuple[Any, ...]:
     """Arguments of `worker.feature_partition` for one partition: keys only. The worker reads
     the parses from the store itself, so the driver ships no parse records and every worker
     starts at once (on 9,927 SICK pairs the driver used to spend ~0.3 s per partition reading
-    and converting parses while the workers waited)."""
+    and converting parses while the workers waited). ``known``: the entry's segments when the
+    partition was planned (the worker skips keys other builds committed since)."""
+    guard = (store.lease, known)
     if feature.scope == "sentence":
-        return (store_url, feature, entry.target(), part, (parse, None))
-    return (store_url, feature, entry.target(), [t[0] for t in part], (parse, [(a, b) for _, a, b in part]))
+        return (store.location, feature, entry.target(), part, (parse, None), guard)
+    return (store.location, feature, entry.target(), [t[0] for t in part], (parse, [(a, b) for _, a, b in part]),
+            guard)
+
+
+def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, fingerprint: dict[str, Any],
+                         features: list[Any]) -> None:
+    """What must hold before the first commit (the store's writability was checked by taking
+    the lease): an external scheduler answers and its workers have the parser, the features'
+    resources and the store; a local build's machine has the features' resources."""
+    if options.scheduler:
+        runner._start()
+        preflight.check_workers(runner.client, store.location, str(store.lease), options.parser, fingerprint,
+                                features)
+    else:
+        preflight.check_local(features)
+
+
+def _tidy(store: Store) -> list[str]:
+    """Remove what dead builds left (their claimed, uncommitted folders and leases): one note."""
+    _, dead = read_leases(store.fs)
+    if not dead:
+        return []
+    removed = clean_dead(store.fs, dead, {s.id for s in store.segments(refresh=True)})
+    folders = sum(1 for rel in removed if not rel.startswith("leases/"))
+    return [f"removed {folders} uncommitted segment folder(s) left by {len(dead)} interrupted build(s)"]
 
 
 # --------------------------------------------------------------------------- stages
@@ -444,36 +477,45 @@ def build(options: BuildOptions) -> BuildReport:
 
     t_start = time.perf_counter()
     limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
+    lease_seconds()
+    preflight.scheduler_timeout()
     store = open_store(options.store)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
-    split_pairs, texts = _ingest(store, options, report)
-
-    fingerprint = _parser_fingerprint(options.parser)
+    features = [feature for feature, _ in planned]
+    fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
     parse = K.parse_id(fingerprint)
     report.parse = parse
     runner = _Runner(options)
+    lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
+    store.lease = lease.id
     failed_sentences: set[str] = set()
     try:
+        report.notes += _tidy(store)
+        _check_before_commit(store, options, runner, fingerprint, features)
+        split_pairs, texts = _ingest(store, options, report)
         with _progress(options.progress) as progress:
             # ---- parse every sentence the store has not parsed with this parser
             stage = StageReport("parse", items=len(texts))
             t0 = time.perf_counter()
             parsed = store.parsed_keys(parse)
+            known = [s.id for s in store.segments("parses") if s.target["parse"] == parse]
             todo = sorted(k for k in texts if k not in parsed)
             stage.reused = len(texts) - len(todo)
             bar = progress.add_task("parse", total=len(todo))
 
             def parsed_done(result: dict[str, Any]) -> None:
                 stage.computed += result["done"]
+                stage.reused += result["skipped"]
                 stage.failed += len(result["failures"])
                 stage.failures += [f"sentence {k}: {msg}" for k, msg in result["failures"]]
                 failed_sentences.update(k for k, _ in result["failures"])
-                progress.advance(bar, result["done"] + len(result["failures"]))
+                progress.advance(bar, result["done"] + len(result["failures"]) + result["skipped"])
 
             weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
             runner.run([(worker.parse_partition,
-                         (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part]),
+                         (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
+                          (lease.id, known)),
                          parsed_done) for part in _partitions(todo, runner.workers, options.partition_size, weights)])
             stage.seconds = time.perf_counter() - t0
             report.stages.append(stage)
@@ -512,6 +554,7 @@ def build(options: BuildOptions) -> BuildReport:
                                    **_entry_record(feature, built_by, options))
                 report.entries[f"{feature.name}@{feature.version}"] = entry.key
                 have = store.existing_keys(entry)
+                known = [s.id for s in store.segments("feature") if s.target["entry"] == entry.key]
                 if feature.scope == "sentence":
                     todo_items = [k for k in sentence_keys if k not in have]
                     total = len(sentence_keys)
@@ -526,19 +569,23 @@ def build(options: BuildOptions) -> BuildReport:
                 def feature_done(result: dict[str, Any], stage: StageReport = stage, bar: Any = bar,
                                  prepared: float = prepared) -> None:
                     stage.computed += result["done"]
+                    stage.reused += result["skipped"]
                     stage.failed += len(result["failures"])
                     stage.failures += [f"key {k}: {msg}" for k, msg in result["failures"]]
                     stage.seconds = prepared + time.perf_counter() - t_submit
-                    progress.advance(bar, result["done"] + len(result["failures"]))
+                    progress.advance(bar, result["done"] + len(result["failures"]) + result["skipped"])
 
-                jobs += [(worker.feature_partition, _feature_call(store.location, feature, entry, parse, part),
+                jobs += [(worker.feature_partition, _feature_call(store, feature, entry, parse, part, known),
                           feature_done) for part in _partitions(todo_items, runner.workers, options.partition_size)]
                 report.stages.append(stage)
             t_submit = time.perf_counter()
             runner.run(jobs)
     finally:
-        runner.close()
-        PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
+        try:
+            runner.close()
+        finally:
+            lease.release()  # after the workers stopped: then its uncommitted folders are garbage
+            PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start

@@ -5,18 +5,25 @@ partitions survive a crash of the build. Parsers and features are set up once pe
 process and cached here, keyed by what identifies them (parser spec, entry key).
 A failing batch is retried item by item so that one bad sentence costs one counted failure,
 never the partition.
+
+Every task gets a *guard*, ``(lease id, known segment ids)``: it writes under the build's lease
+(``featurestore.lease``), and right before computing it drops the keys that another build
+committed since the driver planned the partition (segments of the same parse or entry that are
+neither in ``known`` nor its own build's). That costs one catalog read per task and, only when
+another build committed meanwhile, a read of the keys of its new segments.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from featurestore import open_store
 from featurestore.arrow_setup import skip_pandas_detection
+from featurestore.catalog import Segment
 from featurestore.errors import NotFoundError
-from featurestore.store import EntryInfo
+from featurestore.store import EntryInfo, Store
 from pipeline.parsers.base import Parse
 
 _FEATURES: dict[str, Any] = {}
@@ -40,11 +47,29 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+Guard = tuple[str | None, Sequence[str]]  # (lease id, segment ids known when the partition was planned)
+
+
+def _committed_elsewhere(store: Store, kind: str, match: Callable[[Segment], bool], guard: Guard) -> set[str]:
+    """Keys of segments that other builds committed after the partition was planned."""
+    lease, known = guard
+    known_ids = set(known)
+    fresh = [s for s in store.segments(kind) if match(s) and s.id not in known_ids and not (lease and s.lease == lease)]
+    return store.segment_keys(fresh) if fresh else set()
+
+
 def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
-                    keys: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+                    keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ())) -> dict[str, Any]:
     from pipeline.parsers import get_parser
 
     _set_up_process()
+    store = open_store(store_url, lease=guard[0])
+    done = _committed_elsewhere(store, "parses", lambda s: s.target["parse"] == parse, guard)
+    todo = [(k, t) for k, t in zip(keys, texts) if k not in done]
+    skipped = len(keys) - len(todo)
+    keys, texts = [k for k, _ in todo], [t for _, t in todo]
+    if not keys:
+        return {"done": 0, "failures": [], "skipped": skipped}
     parser = get_parser(parser_spec)
     try:
         parses: list[Parse | None] = list(parser.parse(texts))
@@ -58,9 +83,8 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
                 parses.append(None)
                 failures.append((key, _short(exc)))
     ok = [(k, p) for k, p in zip(keys, parses) if p is not None]
-    open_store(store_url).write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
-                                       spec=parser_spec)
-    return {"done": len(ok), "failures": failures}
+    store.write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok], spec=parser_spec)
+    return {"done": len(ok), "failures": failures, "skipped": skipped}
 
 
 def _feature(feature: Any, entry_key: str) -> Any:
@@ -72,15 +96,23 @@ def _feature(feature: Any, entry_key: str) -> Any:
 
 
 def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
-                      payload: tuple[str, Sequence[tuple[str, str]] | None]) -> dict[str, Any]:
+                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ())
+                      ) -> dict[str, Any]:
     """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
     sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
     pair feature (``keys`` are pair keys); the parses are read from the store here."""
     _set_up_process()
     entry = EntryInfo.from_target(target)
-    feature = _feature(feature, entry.key)
     parse, pairs = payload
-    store = open_store(store_url)
+    store = open_store(store_url, lease=guard[0])
+    done = _committed_elsewhere(store, "feature", lambda s: s.target["entry"] == entry.key, guard)
+    kept = [i for i, k in enumerate(keys) if k not in done]
+    skipped = len(keys) - len(kept)
+    keys = [keys[i] for i in kept]
+    pairs = None if pairs is None else [pairs[i] for i in kept]
+    if not keys:
+        return {"done": 0, "failures": [], "skipped": skipped}
+    feature = _feature(feature, entry.key)
     wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
     parses = {r["sent_key"]: Parse.from_record(r)
               for r in store.parses(wanted, parse=parse, cache=True).iter_rows(named=True)}
@@ -101,4 +133,4 @@ def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], k
                 failures.append((key, _short(exc)))
     ok = [(k, r) for k, r in zip(keys, results) if r is not None]
     store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok])
-    return {"done": len(ok), "failures": failures}
+    return {"done": len(ok), "failures": failures, "skipped": skipped}

@@ -48,6 +48,7 @@ from safetensors.torch import load_file, save_file
 
 from featurestore import Store, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
+from featurestore.names import check_name
 from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES, PriorBertModel
@@ -59,6 +60,15 @@ META_FILE = "prior.json"
 DEV_SPLITS = ("dev", "trial", "dev_matched", "validation")
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
+RUNS = Path("runs")
+
+
+def default_output(model: str, dataset: str, seed: int) -> Path:
+    """``runs/<model>-<dataset>-s<seed>``. The model and dataset names must be plain names
+    (`featurestore.names.check_name`: no separators, no ``..``), so the folder is always one
+    entry directly inside ``runs/``, whatever name a store holds; `StoreError` otherwise."""
+    name = f"{check_name('model', model)}-{check_name('dataset', dataset)}-s{int(seed)}"
+    return RUNS / check_name("output folder", name)
 
 
 @dataclass

@@ -248,12 +248,21 @@ class WupFeature:
                           "_wordnet_version": version}
                 _PROCESS_STATE[key] = state
         found = state["_wordnet_version"]
+        self._check_version(found)
+        self.__dict__.update({k: v for k, v in state.items() if k != "_wordnet_version"})
+        self._version = found
+
+    def check_resources(self) -> None:
+        """Before a build writes anything (`pipeline.preflight`): `ResourceError` when this
+        process finds no WordNet, or another one than the parameters were resolved with. Reads
+        the database files' content hash only; WordNet itself is loaded by `setup()`."""
+        self._check_version(wordnet_version(directory=self.wordnet_dir))
+
+    def _check_version(self, found: str) -> None:
         if self._version is not None and self._version != found:
             raise ResourceError(
                 f"wup: this process's WordNet is {found}, but the feature's parameters were "
                 f"resolved with {self._version}; install the same WordNet on every worker")
-        self.__dict__.update({k: v for k, v in state.items() if k != "_wordnet_version"})
-        self._version = found
 
     def params(self) -> dict[str, Any]:
         """Every setting that changes S, resolved; includes the WordNet content hash."""

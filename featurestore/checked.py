@@ -1,0 +1,95 @@
+"""Checked reads: a committed segment's file is used only after it matches its catalog record.
+
+Every file a reader takes from a committed segment (a Parquet table, a Zarr chunk, a
+``zarr.json``) is compared with the size and blake2b its catalog record lists before its content
+is decoded, so a flipped byte gives a `StoreError` naming the segment, the file and the repair —
+never wrong data, and never a decoder's error (zstd, base64, Thrift) from deep inside a library.
+
+Cost: each file is hashed once per process. Committed segments never change (a new write is a
+new segment id; ``gc`` removes a segment's record before its files), so a file that matched
+once is trusted for the rest of the process: the cache is keyed by store location, segment id,
+file name and expected digest. The first read of a file reads it whole (hashing needs every
+byte) and decodes from those same bytes; later reads go straight to the file, so a Parquet
+reader may again read only the columns it needs.
+
+On a local disk a file reached through a link is refused before it is read (a store holds no links).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+from featurestore.catalog import REPAIR, Segment
+from featurestore.errors import StoreError
+from featurestore.fs import StoreFS
+
+_VERIFIED: set[tuple[str, str, str, str]] = set()
+_LOCK = threading.Lock()
+
+
+def _key(fs: StoreFS, segment: Segment, inner: str) -> tuple[str, str, str, str]:
+    return (fs.url, segment.id, inner, str(segment.files[inner]["blake2b"]))
+
+
+def is_verified(fs: StoreFS, segment: Segment, inner: str) -> bool:
+    """Whether this process already found ``inner`` of ``segment`` intact."""
+    return inner in segment.files and _key(fs, segment, inner) in _VERIFIED
+
+
+def damaged(segment: Segment, inner: str, problem: str) -> StoreError:
+    """The error for a committed file that cannot be used."""
+    return StoreError(f"segment {segment.id} ({segment.kind}) file {inner}: {problem}; {REPAIR}")
+
+
+def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
+    """The bytes of file ``inner`` of a committed ``segment``, checked against its record
+    (size, then blake2b) unless this process checked them before."""
+    expected = segment.files.get(inner)
+    if expected is None:
+        raise damaged(segment, inner, "is not listed in the segment's catalog record")
+    rel = f"{segment.folder}/{inner}"
+    key = _key(fs, segment, inner)
+    verified = key in _VERIFIED
+    if not verified and not fs.inside(rel):
+        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
+    try:
+        data = fs.read_bytes(rel)
+    except FileNotFoundError:
+        raise damaged(segment, inner, "is missing") from None
+    if verified:
+        return data
+    if len(data) != expected["size"]:
+        raise damaged(segment, inner, f"has {len(data)} bytes where the catalog records {expected['size']}")
+    if hashlib.blake2b(data, digest_size=16).hexdigest() != expected["blake2b"]:
+        raise damaged(segment, inner, "does not match its checksum (its content changed)")
+    with _LOCK:
+        _VERIFIED.add(key)
+    return data
+
+
+def read_checked_folder(fs: StoreFS, segment: Segment, prefix: str) -> dict[str, bytes]:
+    """Every recorded file below ``prefix/`` of the segment, checked, by path relative to it
+    (a Zarr group's ``zarr.json`` files and chunks). Files present on disk but not recorded are
+    never read."""
+    start = prefix.rstrip("/") + "/"
+    return {inner[len(start):]: read_checked(fs, segment, inner)
+            for inner in sorted(segment.files) if inner.startswith(start)}
+
+
+def forget(location: str | None = None) -> None:
+    """Drop what this process checked (of one store location, or all): the next read of each
+    file is checked again. For tests and benchmarks."""
+    with _LOCK:
+        if location is None:
+            _VERIFIED.clear()
+        else:
+            _VERIFIED.difference_update({k for k in _VERIFIED if k[0] == location})
+
+
+def checked_count(location: str) -> int:
+    """How many files of the store at ``location`` this process has checked."""
+    return sum(1 for k in _VERIFIED if k[0] == location)
+
+
+__all__ = ["checked_count", "damaged", "forget", "is_verified", "read_checked", "read_checked_folder"]
