@@ -34,6 +34,7 @@ from featurestore import keys as K
 from featurestore import make_entry, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
+from featurestore.names import name_problem
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, worker
@@ -371,6 +372,9 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
                           **options.read_kwargs())
         name = options.name or data.dataset
+        if problem := name_problem(name):
+            raise DataError(f"dataset name {name!r} (from {'--name' if options.name else data.location}) "
+                            f"{problem}; give another with --name")
         report.dataset = name
         rows, labels, ids, triples = [], [], [], []
         for pair in data.pairs:
@@ -479,6 +483,8 @@ def build(options: BuildOptions) -> BuildReport:
     limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
     lease_seconds()
     preflight.scheduler_timeout()
+    if options.name and (problem := name_problem(options.name)):
+        raise DataError(f"--name {options.name!r} {problem}")
     store = open_store(options.store)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work

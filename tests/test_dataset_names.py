@@ -85,3 +85,11 @@ def test_changed_source_of_a_named_dataset_is_refused(tmp_path: Path) -> None:
     refused = build(store, "sick", "--split", "trial", "--data-dir", str(tmp_path / "data"))
     assert refused.exit_code == 1 and "its source differs" in refused.output
     assert open_store(store, create=False).pair_rows("sick", "trial").height == 4
+
+
+def test_a_name_that_cannot_be_a_path_is_refused_before_any_work(tmp_path: Path) -> None:
+    data = write_csv(tmp_path / "my data.csv", ROWS)
+    refused = build(tmp_path / "s", data)
+    assert refused.exit_code == 1 and "'my data'" in refused.output and "--name" in refused.output
+    assert build(tmp_path / "s", data, "--name", "../x").exit_code == 1
+    assert build(tmp_path / "s", data, "--name", "my-data").exit_code == 0
