@@ -57,9 +57,9 @@ def _store(path: str):  # noqa: ANN202
 
 def _has_feature(store, model: str) -> bool:  # noqa: ANN001
     from featurestore.errors import NotFoundError
-    from trainers.registry import MODEL_FEATURES
+    from trainers.models import MODEL_CLASSES
 
-    feature = MODEL_FEATURES[model]
+    feature = MODEL_CLASSES[model].feature
     if feature is None:
         return True
     try:
@@ -153,7 +153,6 @@ def cmd_steptime(args: argparse.Namespace) -> None:
     from trainers import backbones
     from trainers.data import load_split
     from trainers.models import MODEL_CLASSES
-    from trainers.registry import MODEL_FEATURES
 
     torch.set_num_threads(args.threads)
     store = _store(args.store)
@@ -165,7 +164,7 @@ def cmd_steptime(args: argparse.Namespace) -> None:
         print(f"skip {m}: feature missing", file=sys.stderr)
     nets, opts, batches = {}, {}, {}
     for model in models:
-        data = load_split(store, "mrpc", "train", tok, feature=MODEL_FEATURES[model],
+        data = load_split(store, "mrpc", "train", tok, feature=MODEL_CLASSES[model].feature,
                           max_length=args.max_length, limit=n_pairs)
         batches[model] = [data.batch(np.arange(i, i + args.batch_size))
                           for i in range(0, n_pairs, args.batch_size)]
@@ -204,7 +203,7 @@ def cmd_loader(args: argparse.Namespace) -> None:
     per-batch part (row gathering, grid building, padding, collation to tensors)."""
     from trainers import backbones
     from trainers.data import load_split
-    from trainers.registry import MODEL_FEATURES
+    from trainers.models import MODEL_CLASSES
 
     torch.set_num_threads(1)
     store = _store(args.store)
@@ -214,7 +213,7 @@ def cmd_loader(args: argparse.Namespace) -> None:
     for model in ("bert", "bert-sim", "sgnet", "dafa", "gibert"):
         if not _has_feature(store, model):
             continue
-        feature = MODEL_FEATURES[model]
+        feature = MODEL_CLASSES[model].feature
         t0 = time.perf_counter()
         data = load_split(store, "mrpc", "train", tok, feature=feature)
         t_load = time.perf_counter() - t0

@@ -67,7 +67,7 @@ def feature_names(feature: str | None) -> list[str]:
     itself, the entries of its view and the build feature that makes them."""
     if feature is None:
         return []
-    from featurestore.views import VIEWS
+    from layouts.views import VIEWS
 
     view = VIEWS.get(feature)
     names = {feature}

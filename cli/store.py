@@ -139,7 +139,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help="Feature or view name (s
     import polars as pl
 
     from featurestore import open_store
-    from featurestore.pairview import split_order
+    from cli.pairview import split_order
     from featurestore.selection import entries_line
 
     opened = open_store(store, create=False)

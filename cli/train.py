@@ -68,7 +68,8 @@ def train(
     from featurestore import open_store
     from trainers.loop import TrainConfig, check_train_split, default_output
     from trainers.loop import train as run_train
-    from trainers.registry import MODEL_FEATURES, parse_model_name
+    from trainers.models import MODEL_CLASSES
+    from trainers.registry import parse_model_name
 
     try:
         name, _ = parse_model_name(model)
@@ -78,7 +79,7 @@ def train(
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,
                                        "patience": patience}.items() if v is not None}
-        feature = MODEL_FEATURES[name]
+        feature = MODEL_CLASSES[name].feature
         dotted, plain = split_dotted(option or [], feature_names(feature))
         params = read_params(feature_param, None, []) or {}
         if twice := sorted(set(params) & set(dotted)):

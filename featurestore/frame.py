@@ -14,24 +14,22 @@ feature values. :func:`view_entries` tells which entries a frame reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
+from featurestore.errors import StoreError
 from featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from featurestore.tensors import nested_column
-from featurestore.views import VIEWS, View
+from layouts.ragged import Ragged
+from layouts.views import column_name, view_of
 
 if TYPE_CHECKING:
     from featurestore.store import EntryInfo, Store
 
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
-
-
-def column_name(entry_name: str, component: str) -> str:
-    return entry_name if component == entry_name else f"{entry_name}_{component}"
 
 
 def view_entries(store: Store, feature: str, *, dataset: str, split: str,
@@ -41,7 +39,7 @@ def view_entries(store: Store, feature: str, *, dataset: str, split: str,
     chosen by the contract of `featurestore.selection`: ``params`` go to each of the view's
     entries that knows them, ``entry`` (a key prefix) picks the first entry directly; the later
     entries of a view follow the first (same parse, and what the view's ``select`` says)."""
-    view = VIEWS.get(feature) or View(entries=(feature,))
+    view = view_of(feature)
     if entry and params:
         raise EntrySelectionError("give either an entry key prefix or parameters, not both")
     coverage = Coverage(store)
@@ -51,17 +49,37 @@ def view_entries(store: Store, feature: str, *, dataset: str, split: str,
         if i == 0:
             request = Request(params=wanted[0], entry=entry, parse=parse)
         else:
-            extra = view.select(name, chosen[0], dataset) if view.select is not None else {}
+            extra = view.select(name, chosen[0].params, dataset) if view.select is not None else {}
             request = Request(params={**(wanted[i] or {}), **extra}, parse=chosen[0].parse)
         chosen.append(select_entry(store, name, dataset=dataset, split=split, request=request,
                                    built_by=view.built_by, coverage=coverage))
     return chosen
 
 
+def gather(store: Store, entries: Sequence[EntryInfo], pair_keys: Sequence[str], key_a: Sequence[str],
+           key_b: Sequence[str]) -> dict[str, Ragged]:
+    """The values of ``entries`` for the pairs (pair_keys[i], key_a[i], key_b[i]), one item per
+    pair, by frame column name (`layouts.views.column_name`): a pair component under its
+    column, a sentence component under ``<column>_a`` and ``<column>_b``. Every pair must be
+    held (the selection checked it)."""
+    out: dict[str, Ragged] = {}
+    for info in entries:
+        data = store.load_feature(info)
+        lookups = ({"": data.positions(list(pair_keys))} if info.scope == "pair" else
+                   {"_a": data.positions(list(key_a)), "_b": data.positions(list(key_b))})
+        for suffix, idx in lookups.items():
+            if (idx < 0).any():  # selection checked coverage: only a concurrent gc gets here
+                raise StoreError(f"entry {info.spec} {info.key[:12]} lost {int((idx < 0).sum())} items "
+                                 "while being read; read again")
+            for comp in info.components:
+                out[column_name(info.name, comp) + suffix] = data.components[comp].take(idx)
+    return out
+
+
 def build_frame(store: Store, feature: str, *, dataset: str, split: str,
                 params: Mapping[str, Any] | None = None, entry: str | None = None,
                 parse: str | None = None) -> pl.DataFrame:
-    view = VIEWS.get(feature) or View(entries=(feature,))
+    view = view_of(feature)
     entries = view_entries(store, feature, dataset=dataset, split=split, params=params, entry=entry,
                            parse=parse)
     parse = entries[0].parse
@@ -73,20 +91,9 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
         df = df.join(parses.rename({c: f"{c}_{side}" for c in PARSE_COLUMNS} | {"sent_key": f"key_{side}"}),
                      on=f"key_{side}", how="left")
     df = df.sort("row")
-
-    columns = {}
-    for info in entries:
-        data = store.load_feature(info)
-        if info.scope == "pair":
-            lookups = {"": data.positions(df["pair_key"].to_list())}
-        else:
-            lookups = {f"_{s}": data.positions(df[f"key_{s}"].to_list()) for s in ("a", "b")}
-        for comp in info.components:
-            for suffix, idx in lookups.items():
-                arr = nested_column(data.flat[comp], data.offsets[comp], data.rows[comp], data.cols[comp],
-                                    np.asarray(idx))
-                columns[column_name(info.name, comp) + suffix] = pl.from_arrow(arr)
-    df = df.with_columns(**{name: series for name, series in columns.items()})
-    if view.derive is not None:
-        df = view.derive(df, dict(view.options))
-    return df
+    values = gather(store, entries, df["pair_key"].to_list(), df["key_a"].to_list(), df["key_b"].to_list())
+    if view.combine is not None:
+        values[view.column or feature] = view.combine(values, dict(view.options))
+    everything = np.arange(df.height)
+    return df.with_columns(**{name: pl.from_arrow(nested_column(ragged, everything))
+                              for name, ragged in values.items()})

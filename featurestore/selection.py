@@ -175,7 +175,7 @@ def feature_args(entry: EntryInfo | None, name: str, built_by: str | None = None
                  params: Mapping[str, Any] | None = None) -> list[str]:
     """``--features …`` (and options) that build ``entry``, or a new entry of ``name`` with
     ``params`` as options when there is none yet (with the view's ``build_hint`` arguments)."""
-    from featurestore.views import VIEWS
+    from layouts.views import VIEWS
 
     if entry is not None and entry.build_args:
         return list(entry.build_args)
@@ -225,7 +225,7 @@ def select_entry(store: Store, name: str, *, dataset: str | None = None, split: 
     ``dataset``/``split`` (module docstring). Without a dataset the entry must be the only
     match in the store. ``built_by`` names the build feature for hints when the store has no
     entry of ``name`` yet (``dep`` for ``tfidf``)."""
-    from featurestore.views import VIEWS
+    from layouts.views import VIEWS
 
     request = request or Request()
     coverage = coverage or Coverage(store)

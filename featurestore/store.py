@@ -42,6 +42,10 @@ from featurestore.lease import check_live, claim
 from featurestore.names import check_name
 from featurestore.segment_cache import PARSE_SEGMENTS
 from featurestore.tensors import flatten, read_flat_files, write_flat
+from layouts.kinds import Layout
+from layouts.kinds import from_json as layout_from_json
+from layouts.kinds import to_json as layout_json
+from layouts.ragged import Ragged
 
 FORMAT = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
@@ -57,6 +61,7 @@ class EntryInfo:
     is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
     ``build_args`` are that build's command-line arguments for this entry (``--features dep
     -o dep.nu=0.25``, ``--embeddings FILE``), replayed in the build command an error prints.
+    ``layout`` says what the values are (`layouts.kinds`), so readers need no feature names.
     None of these is part of the key: the key is ``name@version`` + params + parse. Entries
     written before they were recorded have ``options`` None (treated as default).
     """
@@ -71,6 +76,7 @@ class EntryInfo:
     options: dict[str, Any] | None = None
     built_by: str | None = None
     build_args: tuple[str, ...] = ()
+    layout: Layout | None = None
 
     @property
     def spec(self) -> str:
@@ -90,31 +96,38 @@ class EntryInfo:
             out["built_by"] = self.built_by
         if self.build_args:
             out["build_args"] = list(self.build_args)
+        if self.layout is not None:
+            out["layout"] = layout_json(self.layout)
         return out
 
     @classmethod
     def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
         options = t.get("options")
+        try:
+            layout = layout_from_json(t["layout"]) if t.get("layout") is not None else None
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"entry {t.get('entry')}: its recorded layout is unusable ({exc})") from None
         return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
                    parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
                    options=None if options is None else dict(options), built_by=t.get("built_by"),
-                   build_args=tuple(t.get("build_args", ())))
+                   build_args=tuple(t.get("build_args", ())), layout=layout)
 
 
 def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
                components: Sequence[str], *, options: Mapping[str, Any] | None = None,
-               built_by: str | None = None, build_args: Sequence[str] = ()) -> EntryInfo:
+               built_by: str | None = None, build_args: Sequence[str] = (),
+               layout: Layout | None = None) -> EntryInfo:
     if scope not in ("sentence", "pair"):
         raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
     return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
                      params=dict(params), parse=parse, scope=scope, components=tuple(components),
                      options=None if options is None else dict(options), built_by=built_by,
-                     build_args=tuple(build_args))
+                     build_args=tuple(build_args), layout=layout)
 
 
 @dataclass
 class FeatureData:
-    """Every committed item of one entry, in memory: flat arrays + offsets and shapes.
+    """Every committed item of one entry, in memory: per component one `Ragged` array.
 
     ``get(key)`` returns component → array views (no copies). A key written twice (two
     concurrent builds) resolves to its first committed copy.
@@ -123,10 +136,7 @@ class FeatureData:
     entry: EntryInfo
     keys: np.ndarray
     index: dict[str, int]
-    flat: dict[str, np.ndarray]
-    offsets: dict[str, np.ndarray]
-    rows: dict[str, np.ndarray]
-    cols: dict[str, np.ndarray]
+    components: dict[str, Ragged]
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -135,10 +145,7 @@ class FeatureData:
         return key in self.index
 
     def array(self, component: str, i: int) -> np.ndarray:
-        off, r, c = int(self.offsets[component][i]), int(self.rows[component][i]), int(self.cols[component][i])
-        if c < 0:
-            return self.flat[component][off:off + r]
-        return self.flat[component][off:off + r * c].reshape(r, c)
+        return self.components[component].get(i)
 
     def get(self, key: str) -> dict[str, np.ndarray]:
         try:
@@ -146,9 +153,6 @@ class FeatureData:
         except KeyError:
             raise NotFoundError(f"{self.entry.spec} (entry {self.entry.key}) has no item for key {key}") from None
         return {comp: self.array(comp, i) for comp in self.entry.components}
-
-    def get_many(self, keys: Iterable[str]) -> list[dict[str, np.ndarray]]:
-        return [self.get(k) for k in keys]
 
     def positions(self, keys: Sequence[str]) -> np.ndarray:
         """Row of each key in this table, -1 where absent."""
@@ -480,28 +484,22 @@ class Store:
         if not segs:
             raise NotFoundError(f"{self.location} has no feature entry {key}")
         info = EntryInfo.from_target(segs[0].target)
-        parts_keys, flat, offs, rows, cols = [], {c: [] for c in info.components}, {c: [] for c in info.components}, \
-            {c: [] for c in info.components}, {c: [] for c in info.components}
-        base = {c: 0 for c in info.components}
+        parts_keys = []
+        parts: dict[str, list[Ragged]] = {c: [] for c in info.components}
         for s in segs:
             idx = _read_parquet(self.fs, s, "index.parquet")
             arrays = _read_arrays(self.fs, s, info.components)
             parts_keys.append(np.asarray(idx.column("key").to_pylist(), dtype=object))
             for c in info.components:
-                flat[c].append(arrays[c])
-                offs[c].append(idx.column(f"{c}.offset").to_numpy().astype(np.int64) + base[c])
-                rows[c].append(idx.column(f"{c}.rows").to_numpy())
-                cols[c].append(idx.column(f"{c}.cols").to_numpy())
-                base[c] += int(arrays[c].shape[0])
+                parts[c].append(Ragged(arrays[c], idx.column(f"{c}.offset").to_numpy().astype(np.int64),
+                                       idx.column(f"{c}.rows").to_numpy().astype(np.int64),
+                                       idx.column(f"{c}.cols").to_numpy().astype(np.int64)))
         all_keys = np.concatenate(parts_keys)
         index: dict[str, int] = {}
         for i, k in enumerate(all_keys):
             index.setdefault(k, i)
         return FeatureData(entry=info, keys=all_keys, index=index,
-                           flat={c: np.concatenate(v) for c, v in flat.items()},
-                           offsets={c: np.concatenate(v) for c, v in offs.items()},
-                           rows={c: np.concatenate(v).astype(np.int32) for c, v in rows.items()},
-                           cols={c: np.concatenate(v).astype(np.int32) for c, v in cols.items()})
+                           components={c: Ragged.concat(p) for c, p in parts.items()})
 
     # ---------------------------------------------------------------- resources
     def write_resource(self, kind: str, table: pa.Table, *, arrays: Mapping[str, np.ndarray] | None = None,

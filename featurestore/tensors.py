@@ -19,6 +19,7 @@ from zarr.core.buffer import cpu
 
 from featurestore.errors import StoreError
 from featurestore.fs import StoreFS
+from layouts.ragged import Ragged
 
 ZSTD_LEVEL = 5
 
@@ -31,25 +32,12 @@ def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> zarr.abc.store.Stor
 
 def flatten(name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """One flat array and the index columns for a component's arrays (all of one dtype)."""
-    if not arrays:
-        return np.zeros(0, dtype=np.float32), {f"{name}.offset": np.zeros(0, np.int64),
-                                                f"{name}.rows": np.zeros(0, np.int32),
-                                                f"{name}.cols": np.zeros(0, np.int32)}
-    dtype = np.result_type(*[a.dtype for a in arrays])
-    rows = np.empty(len(arrays), np.int32)
-    cols = np.empty(len(arrays), np.int32)
-    for i, a in enumerate(arrays):
-        if a.ndim == 1:
-            rows[i], cols[i] = a.shape[0], -1
-        elif a.ndim == 2:
-            rows[i], cols[i] = a.shape
-        else:
-            raise StoreError(f"component {name!r}: item {i} has {a.ndim} dimensions; only 1 or 2 are stored")
-    sizes = np.where(cols < 0, rows, rows.astype(np.int64) * np.maximum(cols, 0)).astype(np.int64)
-    offsets = np.zeros(len(arrays), np.int64)
-    np.cumsum(sizes[:-1], out=offsets[1:])
-    flat = np.concatenate([np.ascontiguousarray(a, dtype=dtype).ravel() for a in arrays])
-    return flat, {f"{name}.offset": offsets, f"{name}.rows": rows, f"{name}.cols": cols}
+    try:
+        ragged = Ragged.from_arrays([np.asarray(a) for a in arrays])
+    except ValueError as exc:
+        raise StoreError(f"component {name!r}: {exc}; only 1 or 2 dimensions are stored") from None
+    return ragged.values, {f"{name}.offset": ragged.offsets, f"{name}.rows": ragged.rows.astype(np.int32),
+                           f"{name}.cols": ragged.cols.astype(np.int32)}
 
 
 def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray]) -> None:
@@ -70,21 +58,17 @@ def read_flat_files(files: Mapping[str, bytes], names: Sequence[str]) -> dict[st
     return {name: np.asarray(group[name][:]) for name in names}
 
 
-def nested_column(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                  index: np.ndarray) -> pa.Array:
+def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
     """Arrow list column of the items at ``index`` (-1 = null): vectors as lists, matrices as
     lists of rows. Built without Python loops over cells."""
     present = index >= 0
-    safe = np.where(present, index, 0)
-    r, c, off = rows[safe], cols[safe], offsets[safe]
-    r = np.where(present, r, 0)
+    items = ragged.take(np.where(present, index, 0))
+    r = np.where(present, items.rows, 0)
+    c = items.cols
     matrix = bool(np.any(c[present] >= 0)) if present.any() else False
-    sizes = np.where(present, np.where(c < 0, r, r.astype(np.int64) * np.maximum(c, 0)), 0).astype(np.int64)
-    total = int(sizes.sum())
-    # gather the items' values into one contiguous buffer
-    starts = np.repeat(off - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-    values = flat[np.arange(total, dtype=np.int64) + starts] if total else flat[:0]
-    value_arr = pa.array(values)
+    sizes = np.where(present, items.sizes(), 0)
+    keep = np.repeat(present, items.sizes())
+    value_arr = pa.array(items.values[keep])
     mask = pa.array(~present)
     if not matrix:
         outer = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

@@ -476,115 +476,43 @@ def _parser_fingerprint(spec: str) -> dict[str, Any]:
 
 
 def build(options: BuildOptions) -> BuildReport:
-    """Run a build and return its report. Safe to rerun; safe to interrupt."""
+    """Run a build and return its report. Safe to rerun; safe to interrupt.
+
+    Steps: check the settings; take the store's lease; tidy what dead builds left; check
+    resources before the first commit; ingest the splits; parse what the store has not parsed;
+    prepare every feature in the driver and run all their partitions on the workers."""
     from pipeline.features.registry import plan_features
 
     t_start = time.perf_counter()
-    limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
-    lease_seconds()
-    preflight.scheduler_timeout()
-    if options.name and (problem := name_problem(options.name)):
-        raise DataError(f"--name {options.name!r} {problem}")
+    _check_settings(options)
     store = open_store(options.store)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
-    features = [feature for feature, _ in planned]
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
-    parse = K.parse_id(fingerprint)
-    report.parse = parse
+    report.parse = parse = K.parse_id(fingerprint)
     runner = _Runner(options)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id
-    failed_sentences: set[str] = set()
     try:
         report.notes += _tidy(store)
-        _check_before_commit(store, options, runner, fingerprint, features)
+        _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         split_pairs, texts = _ingest(store, options, report)
         with _progress(options.progress) as progress:
-            # ---- parse every sentence the store has not parsed with this parser
-            stage = StageReport("parse", items=len(texts))
-            t0 = time.perf_counter()
-            parsed = store.parsed_keys(parse)
-            known = [s.id for s in store.segments("parses") if s.target["parse"] == parse]
-            todo = sorted(k for k in texts if k not in parsed)
-            stage.reused = len(texts) - len(todo)
-            bar = progress.add_task("parse", total=len(todo))
-
-            def parsed_done(result: dict[str, Any]) -> None:
-                stage.computed += result["done"]
-                stage.reused += result["skipped"]
-                stage.failed += len(result["failures"])
-                stage.failures += [f"sentence {k}: {msg}" for k, msg in result["failures"]]
-                failed_sentences.update(k for k, _ in result["failures"])
-                progress.advance(bar, result["done"] + len(result["failures"]) + result["skipped"])
-
-            weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
-            runner.run([(worker.parse_partition,
-                         (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                          (lease.id, known)),
-                         parsed_done) for part in _partitions(todo, runner.workers, options.partition_size, weights)])
-            stage.seconds = time.perf_counter() - t0
-            report.stages.append(stage)
-            store.refresh()
-
-            parse_cache: dict[str, Parse] = {}
-
-            def parses_of(keys: Sequence[str]) -> list[Parse]:
-                wanted = [k for k in keys if k not in parse_cache]
-                if wanted:
-                    df = store.parses(wanted, parse=parse)
-                    for rec in df.iter_rows(named=True):
-                        parse_cache[rec["sent_key"]] = Parse.from_record(rec)
-                return [parse_cache[k] for k in keys]
-
-            usable = set(texts) - failed_sentences
-            ctx = BuildContext(store=store, dataset=report.dataset, options=options, parse=parse,
-                               split_pairs=split_pairs, _parses=parses_of)
-            sentence_keys = sorted(usable)
-            pair_items = sorted({t for triples in split_pairs.values() for t in triples
-                                 if t[1] in usable and t[2] in usable})
-            # ---- features: prepared in the driver one after the other, then the partitions of
+            failed = _parse_stage(store, options, runner, progress, report, texts, fingerprint, lease.id)
+            ctx = _context(store, report, options, split_pairs)
+            usable = set(texts) - failed
+            items = {"sentence": sorted(usable),
+                     "pair": sorted({t for triples in split_pairs.values() for t in triples
+                                     if t[1] in usable and t[2] in usable})}
+            # Features are prepared in the driver one after the other, then the partitions of
             # all of them go to the workers at once, in that order, so no feature waits for the
             # last partition of the one before. A stage's seconds: its preparation, then until
             # its last partition is done.
-            jobs: list[Job] = []
-            t_submit = 0.0  # read by feature_done when results arrive
-            for feature, built_by in planned:
-                t0 = time.perf_counter()
-                prepare = getattr(feature, "prepare", None)
-                if prepare is not None:
-                    prepare(ctx)
-                    report.notes += getattr(feature, "report_lines", lambda _dataset: [])(report.dataset)
-                entry = make_entry(feature.name, feature.version, feature.params(), parse, feature.scope,
-                                   feature.components, built_by=built_by,
-                                   **_entry_record(feature, built_by, options))
-                report.entries[f"{feature.name}@{feature.version}"] = entry.key
-                have = store.existing_keys(entry)
-                known = [s.id for s in store.segments("feature") if s.target["entry"] == entry.key]
-                if feature.scope == "sentence":
-                    todo_items = [k for k in sentence_keys if k not in have]
-                    total = len(sentence_keys)
-                else:
-                    todo_items = [t for t in pair_items if t[0] not in have]
-                    total = len(pair_items)
-                stage = StageReport(f"feature {feature.name}", items=total, reused=total - len(todo_items))
-                bar = progress.add_task(feature.name, total=len(todo_items))
-                prepared = time.perf_counter() - t0
-                stage.seconds = prepared
-
-                def feature_done(result: dict[str, Any], stage: StageReport = stage, bar: Any = bar,
-                                 prepared: float = prepared) -> None:
-                    stage.computed += result["done"]
-                    stage.reused += result["skipped"]
-                    stage.failed += len(result["failures"])
-                    stage.failures += [f"key {k}: {msg}" for k, msg in result["failures"]]
-                    stage.seconds = prepared + time.perf_counter() - t_submit
-                    progress.advance(bar, result["done"] + len(result["failures"]) + result["skipped"])
-
-                jobs += [(worker.feature_partition, _feature_call(store, feature, entry, parse, part, known),
-                          feature_done) for part in _partitions(todo_items, runner.workers, options.partition_size)]
-                report.stages.append(stage)
-            t_submit = time.perf_counter()
+            clock = _Clock()
+            jobs = [job for feature, built_by in planned
+                    for job in _feature_stage(store, options, runner, progress, report, ctx, feature, built_by,
+                                              items[feature.scope], clock)]
+            clock.start()
             runner.run(jobs)
     finally:
         try:
@@ -598,6 +526,113 @@ def build(options: BuildOptions) -> BuildReport:
     return report
 
 
+def _check_settings(options: BuildOptions) -> None:
+    """Settings read from the environment and the dataset's name fail here, before any work."""
+    limit_bytes()  # a malformed PRIOR_SEGMENT_CACHE_MB fails here, not in every worker task
+    lease_seconds()
+    preflight.scheduler_timeout()
+    if options.name and (problem := name_problem(options.name)):
+        raise DataError(f"--name {options.name!r} {problem}")
+
+
+class _Clock:
+    """When the feature partitions were submitted (their stages' seconds count from it)."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def since(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+def _count(stage: StageReport, result: dict[str, Any], label: str) -> int:
+    """Add a partition's result to its stage; returns the items it settled (for the bar)."""
+    stage.computed += result["done"]
+    stage.reused += result["skipped"]
+    stage.failed += len(result["failures"])
+    stage.failures += [f"{label} {k}: {msg}" for k, msg in result["failures"]]
+    return result["done"] + len(result["failures"]) + result["skipped"]
+
+
+def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress: Any, report: BuildReport,
+                 texts: dict[str, str], fingerprint: dict[str, Any], lease: str) -> set[str]:
+    """Parse every sentence the store has not parsed with this parser; returns the keys of the
+    sentences that failed."""
+    parse = report.parse
+    stage = StageReport("parse", items=len(texts))
+    t0 = time.perf_counter()
+    parsed = store.parsed_keys(parse)
+    known = [s.id for s in store.segments("parses") if s.target["parse"] == parse]
+    todo = sorted(k for k in texts if k not in parsed)
+    stage.reused = len(texts) - len(todo)
+    bar = progress.add_task("parse", total=len(todo)) if todo else None
+    failed: set[str] = set()
+
+    def done(result: dict[str, Any]) -> None:
+        failed.update(k for k, _ in result["failures"])
+        settled = _count(stage, result, "sentence")
+        if bar is not None:
+            progress.advance(bar, settled)
+
+    weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
+    runner.run([(worker.parse_partition,
+                 (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
+                  (lease, known)), done)
+                for part in _partitions(todo, runner.workers, options.partition_size, weights)])
+    stage.seconds = time.perf_counter() - t0
+    report.stages.append(stage)
+    store.refresh()
+    return failed
+
+
+def _context(store: Store, report: BuildReport, options: BuildOptions,
+             split_pairs: dict[str, list[tuple[str, str, str]]]) -> BuildContext:
+    """What features' ``prepare`` may use, with the build's parses read on demand."""
+    cache: dict[str, Parse] = {}
+
+    def parses_of(keys: Sequence[str]) -> list[Parse]:
+        wanted = [k for k in keys if k not in cache]
+        if wanted:
+            for rec in store.parses(wanted, parse=report.parse).iter_rows(named=True):
+                cache[rec["sent_key"]] = Parse.from_record(rec)
+        return [cache[k] for k in keys]
+
+    return BuildContext(store=store, dataset=report.dataset, options=options, parse=report.parse,
+                        split_pairs=split_pairs, _parses=parses_of)
+
+
+def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progress: Any, report: BuildReport,
+                   ctx: BuildContext, feature: Any, built_by: str, items: list[Any], clock: _Clock) -> list[Job]:
+    """Prepare ``feature`` and return the jobs of its partitions that compute the ``items``
+    (sentence keys, or (pair, a, b) key triples) its entry lacks."""
+    t0 = time.perf_counter()
+    feature.prepare(ctx)
+    report.notes += feature.report_lines(report.dataset)
+    entry = make_entry(feature.name, feature.version, feature.params(), report.parse, feature.scope,
+                       feature.components, built_by=built_by, layout=feature.layout,
+                       **_entry_record(feature, built_by, options))
+    report.entries[f"{feature.name}@{feature.version}"] = entry.key
+    have = store.existing_keys(entry)
+    known = [s.id for s in store.segments("feature") if s.target["entry"] == entry.key]
+    todo = [item for item in items if (item if feature.scope == "sentence" else item[0]) not in have]
+    stage = StageReport(f"feature {feature.name}", items=len(items), reused=len(items) - len(todo))
+    bar = progress.add_task(feature.name, total=len(todo)) if todo else None
+    stage.seconds = prepared = time.perf_counter() - t0
+    report.stages.append(stage)
+
+    def done(result: dict[str, Any]) -> None:
+        settled = _count(stage, result, "key")
+        stage.seconds = prepared + clock.since()
+        if bar is not None:
+            progress.advance(bar, settled)
+
+    return [(worker.feature_partition, _feature_call(store, feature, entry, report.parse, part, known), done)
+            for part in _partitions(todo, runner.workers, options.partition_size)]
+
+
 def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:
     """What the store records of how an entry was built: its non-default options (``{}``: the
     default entry reads pick) and the build arguments that make it again."""
@@ -607,6 +642,4 @@ def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[st
     args = ["--features", built_by]
     for key, value in sorted(chosen.items()):
         args += ["-o", f"{built_by}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    if feature.name == "emb" and options.embeddings is not None:
-        args += ["--embeddings", str(Path(options.embeddings).expanduser().resolve())]
-    return {"options": chosen, "build_args": args}
+    return {"options": chosen, "build_args": args + feature.build_args()}

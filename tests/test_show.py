@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from cli.show import show_cmd
 from featurestore import open_store
 from featurestore.errors import PriorError
-from featurestore.pairview import format_pair, pair_view
-from featurestore.views import DEP_VIEWS, dafa_matrix, dep_view_name
+from cli.pairview import format_pair, pair_view
+from layouts.views import DEP_VIEWS, dafa_matrix, dep_view_name
 from pipeline.features.dep import subgraph_matrix, trigram_matrix
 from pipeline.features.forms import word_forms
 from pipeline.features.tfidf import IdfTable, tfidf_weights

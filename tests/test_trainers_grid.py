@@ -8,7 +8,8 @@ import pytest
 
 from tests.trainers_fixtures import tiny_tokenizer
 from trainers.data import encode_pairs
-from trainers.grid import FlatMatrices, mask_grid, pair_grid, word_rows
+from layouts.ragged import Ragged
+from trainers.grid import mask_grid, pair_grid, word_rows
 
 A = ["the", "unbelievable", "cat"]  # "unbelievable" → un ##believ ##able
 B = ["a", "dog", "sat"]
@@ -31,7 +32,7 @@ def test_grid_positions_of_pieces_and_specials() -> None:
 
 def test_grid_pair_matrix_copied_to_every_piece_and_transposed() -> None:
     seg, wid, _ = encode()
-    grid = pair_grid(seg, wid, FlatMatrices.from_list([S], np.float32), np.array([0]))[0]
+    grid = pair_grid(seg, wid, Ragged.from_arrays([S], np.float32), np.array([0]))[0]
     T = grid.shape[0]
     pos_a = {0: [1], 1: [2, 3, 4], 2: [5]}
     pos_b = {0: [7], 1: [8], 2: [9]}
@@ -52,7 +53,7 @@ def test_grid_truncation_cuts_the_feature_as_the_input() -> None:
     seg, wid, enc = encode(max_length=8)
     tokens = tiny_tokenizer().convert_ids_to_tokens(enc.input_ids[0, :8].tolist())
     assert tokens == ["[CLS]", "the", "un", "##believ", "[SEP]", "a", "dog", "[SEP]"]
-    grid = pair_grid(seg, wid, FlatMatrices.from_list([S], np.float32), np.array([0]))[0]
+    grid = pair_grid(seg, wid, Ragged.from_arrays([S], np.float32), np.array([0]))[0]
     assert grid[3, 6] == S[1, 1]  # the cut word keeps its value on its remaining pieces
     assert grid[1, 5] == S[0, 0] and grid[6, 2] == S[1, 1]
     assert grid.shape == (8, 8)
@@ -62,7 +63,7 @@ def test_grid_sdoi_mask_block_diagonal_with_self_loops() -> None:
     seg, wid, _ = encode()
     ma = np.array([[1, 1, 0], [0, 1, 0], [0, 1, 1]], dtype=np.uint8)  # "the"→unbelievable, cat→unbelievable
     mb = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1]], dtype=np.uint8)
-    masks = FlatMatrices.from_list([ma, mb], np.uint8)
+    masks = Ragged.from_arrays([ma, mb], np.uint8)
     grid = mask_grid(seg, wid, masks, np.array([0]), np.array([1]))[0]
     T = grid.shape[0]
     assert grid[1, 2] and grid[1, 3] and grid[1, 4]  # the → all pieces of unbelievable
@@ -79,7 +80,7 @@ def test_grid_sdoi_mask_block_diagonal_with_self_loops() -> None:
 
 def test_grid_word_rows_for_embeddings() -> None:
     seg, wid, _ = encode()
-    ids = FlatMatrices.from_list([np.array([5, -1, 7]), np.array([1, 2, 3])], np.int64)
+    ids = Ragged.from_arrays([np.array([5, -1, 7]), np.array([1, 2, 3])], np.int64)
     rows = word_rows(seg, wid, ids, np.array([0]), np.array([1]))[0]
     assert rows.tolist() == [-1, 5, -1, -1, -1, 7, -1, 1, 2, 3, -1]
 
@@ -88,11 +89,11 @@ def test_grid_padding_in_a_batch_is_neutral() -> None:
     enc = encode_pairs(tiny_tokenizer(), [A, ["the"]], [B, ["dog"]], 64)
     T = int(enc.lengths.max())
     seg, wid = enc.seg[:, :T], enc.wid[:, :T]
-    mats = FlatMatrices.from_list([S, np.array([[0.25]], dtype=np.float32)], np.float32)
+    mats = Ragged.from_arrays([S, np.array([[0.25]], dtype=np.float32)], np.float32)
     grid = pair_grid(seg, wid, mats, np.array([0, 1]))
     assert grid[1, 1, 3] == 0.25 and grid[1, 3, 1] == 0.25
     assert (grid[1, 5:, :] == 1).all() and (grid[1, :, 5:] == 1).all()
-    m = mask_grid(seg, wid, FlatMatrices.from_list([np.ones((3, 3)), np.ones((1, 1))], np.uint8),
+    m = mask_grid(seg, wid, Ragged.from_arrays([np.ones((3, 3)), np.ones((1, 1))], np.uint8),
                   np.array([0, 1]), np.array([0, 1]))
     assert (m[1, 7] == np.eye(T, dtype=bool)[7]).all()  # a pad position: itself only
 
@@ -100,17 +101,17 @@ def test_grid_padding_in_a_batch_is_neutral() -> None:
 def test_grid_word_beyond_stored_matrix_is_an_error() -> None:
     seg, wid, _ = encode()
     with pytest.raises(ValueError, match="different words"):
-        pair_grid(seg, wid, FlatMatrices.from_list([S[:2]], np.float32), np.array([0]))
+        pair_grid(seg, wid, Ragged.from_arrays([S[:2]], np.float32), np.array([0]))
 
 
 def test_grid_agrees_with_align_expand() -> None:
-    """The batch-vectorized gathers give what trainers/align.py gives pair by pair."""
-    from trainers.align import expand_pair_to_pieces
+    """The batch-vectorized gathers give what tests/reference_align.py gives pair by pair."""
+    from tests.reference_align import expand_pair_to_pieces
 
     tok = tiny_tokenizer()
     enc = tok([A], [B], is_split_into_words=True)
     seg, wid, _ = encode()
     va, vb = np.array([3, -1, 7]), np.array([1, 2, 4])
     expected = expand_pair_to_pieces(enc.word_ids(0), enc.sequence_ids(0), va, vb, fill=-1)
-    got = word_rows(seg, wid, FlatMatrices.from_list([va, vb], np.int64), np.array([0]), np.array([1]))[0]
+    got = word_rows(seg, wid, Ragged.from_arrays([va, vb], np.int64), np.array([0]), np.array([1]))[0]
     assert got.tolist() == expected.tolist()

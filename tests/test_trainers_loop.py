@@ -186,7 +186,6 @@ def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> d
     from trainers.data import load_split
     from trainers.loop import Runtime, predict
     from trainers.models import MODEL_CLASSES
-    from trainers.registry import MODEL_FEATURES
 
     store, backbone = setup
     net = build_model(MODEL_CLASSES[model], str(backbone), num_labels=2, seed=1, options=options).eval()
@@ -194,7 +193,7 @@ def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> d
         with torch.no_grad():
             net.bert.encoder.layer[net.injection_index].injection.gate.fill_(1.0)
     data = load_split(open_store(store, create=False), "toy", "test", load_tokenizer(str(backbone)),
-                      feature=MODEL_FEATURES[model], max_length=64)
+                      feature=MODEL_CLASSES[model].feature, max_length=64)
     rt = Runtime(torch.device("cpu"))
     return {mode: predict(net, data.with_features(mode), 4, rt) for mode in ("stored", "neutral", "shuffled")}
 

@@ -13,6 +13,7 @@ from transformers import BertConfig, BertModel, BertTokenizer
 from featurestore import keys as K
 from featurestore import open_store
 from featurestore.store import Store, make_entry
+from layouts.kinds import PairMatrix, SentenceMask, SentenceVector, WordIds
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "un",
          "##believ", "##able", "on", "mat", ".", "ran", "big", "small", "bird", "flew", "away"]
@@ -82,21 +83,23 @@ def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "e
     mats = [np.array([[pair_value(i, a, b) for b in range(m)] for a in range(n_)], dtype=np.float32)
             for i, (n_, m) in enumerate(shapes)]
     if "wup" in features:
-        e = make_entry("wup", 1, {}, PARSE, "pair", ("wup",))
+        e = make_entry("wup", 1, {}, PARSE, "pair", ("wup",), layout=PairMatrix("wup"))
         store.write_feature(e, pair_keys, [{"wup": m} for m in mats])
     if "dep" in features:
-        e = make_entry("dep", 1, {}, PARSE, "pair", ("trigram", "subgraph"))
+        e = make_entry("dep", 1, {}, PARSE, "pair", ("trigram", "subgraph"), layout=PairMatrix("trigram"))
         store.write_feature(e, pair_keys, [{"trigram": m, "subgraph": np.zeros_like(m)} for m in mats])
-        t = make_entry("tfidf", 1, {"dataset": dataset, "compare": "lower"}, PARSE, "sentence", ("tfidf",))
+        t = make_entry("tfidf", 1, {"dataset": dataset, "compare": "lower"}, PARSE, "sentence", ("tfidf",),
+                       layout=SentenceVector("tfidf"))
         store.write_feature(t, keys, [{"tfidf": np.ones(len(texts[k]), dtype=np.float32)} for k in keys])
     if "sdoi" in features:
-        e = make_entry("sdoi", 1, {}, PARSE, "sentence", ("sdoi",))
+        e = make_entry("sdoi", 1, {}, PARSE, "sentence", ("sdoi",), layout=SentenceMask("sdoi"))
         store.write_feature(e, keys, [{"sdoi": sdoi_of(heads[k])} for k in keys])
     if "emb" in features:
         words = sorted({w for k in keys for w in texts[k]} - {"unbelievable"})  # one OOV word
         vectors = np.arange(len(words) * 3, dtype=np.float32).reshape(len(words), 3) + 1
         vocab = store.write_resource("vocabulary", pa.table({"word": words}), arrays={"vectors": vectors})
-        e = make_entry("emb", 1, {"vocabulary": vocab}, PARSE, "sentence", ("ids",))
+        e = make_entry("emb", 1, {"vocabulary": vocab}, PARSE, "sentence", ("ids",),
+                       layout=WordIds("ids", vocabulary_param="vocabulary"))
         lookup = {w: i for i, w in enumerate(words)}
         store.write_feature(e, keys, [{"ids": np.array([lookup.get(w, -1) for w in texts[k]], dtype=np.int32)}
                                       for k in keys])

@@ -1,15 +1,13 @@
 """The loader: a split's pairs, labels, word pieces and word-level features, from the store.
 
-:func:`load_split` reads the store once (pairs, the parse's words, the feature entry as
-flat in-memory arrays — ``FeatureData``) and tokenizes every pair once with the fast
-tokenizer, ``tokenizer(words_a, words_b, is_split_into_words=True, truncation=...)``, so that
-``word_ids`` map each word piece to the stored word index. :meth:`PairData.batch` then builds a
-batch with no per-pair Python work: rows of padded arrays cut to the batch's longest pair
-(per-batch padding) and the feature grid built by vectorized gathers (trainers/grid.py).
-
-Truncation is ``longest_first`` to ``max_length``: it drops word pieces from the end of the
-longer sentence; every kept piece keeps its word index, so a feature is cut exactly as the
-input is (a word whose pieces are partly cut keeps its value on the pieces that remain).
+:func:`load_split` reads the store once: the split's pairs, the parse's words, and the feature
+a model reads, selected by the store's entry contract (`featurestore.selection`) and gathered
+for the split's pairs (`featurestore.frame.gather`; a view such as DAFA's M_F combines its
+entries here, `layouts.views`). It tokenizes every pair once (`trainers.tokens`). Features
+become batch tensors by their storage layout alone (`trainers.sources`): the loader knows no
+feature names. :meth:`PairData.batch` then builds a batch with no per-pair Python work: rows
+of padded arrays cut to the batch's longest pair (per-batch padding) and the feature grid built
+by vectorized gathers (`trainers.grid`).
 """
 
 from __future__ import annotations
@@ -17,17 +15,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
 
 from featurestore import Store
-from featurestore.errors import DataError, NotFoundError, PriorError
+from featurestore.errors import DataError, PriorError
+from featurestore.frame import gather
 from featurestore.selection import EntrySelectionError, build_command
-from featurestore.store import EntryInfo, FeatureData
-from featurestore.views import dafa_matrix, dep_switches
-from trainers.grid import FlatMatrices, FrontPadded, mask_grid, pair_grid, token_positions, word_rows
+from featurestore.store import EntryInfo
+from layouts.kinds import LEGACY_LAYOUTS, WordIds
+from layouts.views import VIEWS, column_name, view_of
+from trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
+from trainers.tokens import Encoded, encode_pairs
 
 log = logging.getLogger(__name__)
 
@@ -36,285 +37,84 @@ class MissingFeatureError(PriorError, LookupError):
     """The store lacks a feature (or some of its keys) that a model needs."""
 
 
-def _emb_note(feature: str) -> str:
+def _hint_note(message: str) -> str:
+    """A word on what a placeholder in a printed build line stands for."""
     return ("\n(EMB_FILE: word2vec .txt/.bin, GloVe or fastText .vec, e.g. from "
-            "`prior embed train --contexts dep --out EMB_FILE`)" if feature == "emb" else "")
-
-
-# --------------------------------------------------------------------------- tokens
-@dataclass(frozen=True)
-class Encoded:
-    """A split tokenized once: (N, L) arrays padded to the longest pair, and lengths."""
-
-    input_ids: np.ndarray  # int32 (N, L)
-    token_type_ids: np.ndarray  # int8 (N, L)
-    lengths: np.ndarray  # int32 (N,)
-    seg: np.ndarray  # int8 (N, L): 0 = A, 1 = B, -1 = special/pad
-    wid: np.ndarray  # int32 (N, L): word index in its sentence, -1 = special/pad
-
-
-def encode_pairs(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
-                 max_length: int, chunk: int = 2048) -> Encoded:
-    """Tokenize pairs of word lists with a fast tokenizer, keeping each piece's word index."""
-    if not getattr(tokenizer, "is_fast", False):
-        raise PriorError(f"{type(tokenizer).__name__} is not a fast tokenizer: word_ids are needed "
-                         "to align word-level features; use a backbone with a tokenizer.json")
-    ids: list[list[int]] = []
-    types: list[list[int]] = []
-    positions: list[tuple[np.ndarray, np.ndarray]] = []
-    for start in range(0, len(words_a), chunk):
-        a = [list(w) for w in words_a[start:start + chunk]]
-        b = [list(w) for w in words_b[start:start + chunk]]
-        enc = tokenizer(a, b, is_split_into_words=True, truncation="longest_first",
-                        max_length=max_length, return_token_type_ids=True)
-        for i in range(len(a)):
-            row = enc["input_ids"][i]
-            ids.append(row)
-            types.append(enc["token_type_ids"][i])
-            positions.append(token_positions(enc.word_ids(i), enc.sequence_ids(i), len(row)))
-    n = len(ids)
-    lengths = np.array([len(r) for r in ids], dtype=np.int32)
-    L = int(lengths.max()) if n else 0
-    input_ids = np.full((n, L), tokenizer.pad_token_id or 0, dtype=np.int32)
-    token_type_ids = np.zeros((n, L), dtype=np.int8)
-    seg = np.full((n, L), -1, dtype=np.int8)
-    wid = np.full((n, L), -1, dtype=np.int32)
-    for i, (row, tt, (s, w)) in enumerate(zip(ids, types, positions)):
-        k = len(row)
-        input_ids[i, :k] = row
-        token_type_ids[i, :k] = tt
-        seg[i, :k] = s
-        wid[i, :k] = w
-    return Encoded(input_ids, token_type_ids, lengths, seg, wid)
-
-
-# --------------------------------------------------------------------------- features
-class FeatureSource(Protocol):
-    """How one store feature becomes batch tensors; ``rows`` index the split's pairs."""
-
-    name: str
-    fingerprint: dict[str, Any]
-
-    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]: ...
-
-    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> FeatureSource:
-        """The source with its feature destroyed: the neutral value, or another pair's values
-        (``donors[i]`` lends pair i its feature, cut or filled to ``counts[i]`` = (words of A,
-        words of B)); ``lengths`` are the encoded pairs' lengths."""
-        ...
-
-
-def _flat(data: FeatureData, component: str) -> FlatMatrices:
-    cols = data.cols[component].astype(np.int64)
-    return FlatMatrices(values=data.flat[component], offsets=data.offsets[component].astype(np.int64),
-                        rows=data.rows[component].astype(np.int64), cols=np.where(cols < 0, 1, cols))
-
-
-#: how `prior eval --features` feeds a model its feature: as stored, replaced by the neutral
-#: value, or by another pair's feature (a fixed derangement of the split's pairs)
-FEATURE_MODES = ("stored", "neutral", "shuffled")
-
-
-def derangement(n: int, seed: int = 0) -> np.ndarray:
-    """A fixed permutation of ``n`` items in which no item keeps its place (n > 1): item
-    ``order[k]`` takes the place of ``order[k + 1]`` in a seeded random order."""
-    order = np.random.default_rng(seed).permutation(n)
-    out = np.empty(n, dtype=np.int64)
-    out[order] = np.roll(order, -1)
-    return out
-
-
-def _fit(donor: np.ndarray, shape: tuple[int, ...], fill: float) -> np.ndarray:
-    """``donor``'s values on a ``shape`` array: its overlapping corner, ``fill`` beyond it."""
-    out = np.full(shape, fill, dtype=donor.dtype)
-    corner = tuple(slice(0, min(a, b)) for a, b in zip(shape, donor.shape))
-    out[corner] = donor[corner]
-    return out
-
-
-@dataclass
-class PairGridSource:
-    """A multiplicative pair matrix (bert-sim's S, dafa's M_F + 1) → ``prior_grid``."""
-
-    name: str
-    matrices: FlatMatrices | FrontPadded
-    index: np.ndarray  # (N,) item of each split row in ``matrices``
-    fingerprint: dict[str, Any]
-    neutral: float = 1.0
-
-    def __post_init__(self) -> None:
-        self.matrices = FrontPadded.of(self.matrices, self.neutral)  # once per split
-
-    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        return {"prior_grid": pair_grid(seg, wid, self.matrices, self.index[rows], neutral=self.neutral)}
-
-    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> PairGridSource:
-        """Every pair's matrix the neutral 1 (``neutral``) or another pair's, cut or filled with
-        1 to this pair's n × m words (``shuffled``; ``donors[i]`` gives pair i its matrix)."""
-        mats = [np.full((int(n), int(m)), self.neutral, np.float32) if mode == "neutral" else
-                _fit(self.matrices.get(int(self.index[d])), (int(n), int(m)), self.neutral)
-                for (n, m), d in zip(counts, donors)]
-        return replace(self, matrices=FlatMatrices.from_list(mats, np.float32), index=np.arange(len(mats)),
-                       fingerprint={**self.fingerprint, "perturbed": mode})
-
-
-@dataclass
-class MaskSource:
-    """Per-sentence masks (SG-Net's SDOI) → ``sdoi_mask``. With ``full_lengths`` (the neutral
-    mask; the split's encoded lengths) every real piece sees every real piece, as in plain
-    self-attention, and padding sees itself."""
-
-    name: str
-    masks: FlatMatrices | FrontPadded
-    index_a: np.ndarray
-    index_b: np.ndarray
-    fingerprint: dict[str, Any]
-    full_lengths: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.masks = FrontPadded.of(self.masks, 0)  # 0: not allowed, once per split
-
-    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        if self.full_lengths is not None:
-            T = seg.shape[1]
-            real = np.arange(T)[None, :] < self.full_lengths[rows][:, None]  # (B, T)
-            return {"sdoi_mask": (real[:, :, None] & real[:, None, :]) | np.eye(T, dtype=bool)}
-        return {"sdoi_mask": mask_grid(seg, wid, self.masks, self.index_a[rows], self.index_b[rows])}
-
-    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> MaskSource:
-        """The full mask (``neutral``) or each sentence's mask taken from the same side of
-        another pair, cut or filled (visible) to this sentence's words (``shuffled``)."""
-        fingerprint = {**self.fingerprint, "perturbed": mode}
-        if mode == "neutral":
-            return replace(self, full_lengths=np.asarray(lengths), fingerprint=fingerprint)
-        masks = []
-        for (n, m), d in zip(counts, donors):
-            masks.append(_fit(self.masks.get(int(self.index_a[d])), (int(n), int(n)), 1))
-            masks.append(_fit(self.masks.get(int(self.index_b[d])), (int(m), int(m)), 1))
-        rows = np.arange(len(counts))
-        return replace(self, masks=FlatMatrices.from_list(masks, np.uint8), index_a=2 * rows,
-                       index_b=2 * rows + 1, fingerprint=fingerprint)
-
-
-@dataclass
-class VectorSource:
-    """Per-sentence vocabulary ids + a vector table (GiBERT) → ``word_vectors``.
-
-    ``table`` has one extra last row of zeros: id -1 (out of vocabulary, special tokens,
-    padding) reads it, so those pieces inject nothing.
-    """
-
-    name: str
-    ids: FlatMatrices
-    index_a: np.ndarray
-    index_b: np.ndarray
-    table: np.ndarray  # (V + 1, E) float32, last row zeros
-    fingerprint: dict[str, Any]
-
-    def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        ids = word_rows(seg, wid, self.ids, self.index_a[rows], self.index_b[rows], missing=-1)
-        return {"word_vectors": self.table[ids]}  # (B, T, E); -1 → zero row
-
-    def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> VectorSource:
-        """Zero vectors for every word (``neutral``: id -1) or each sentence's word ids taken
-        from the same side of another pair, cut or filled with -1 (``shuffled``)."""
-        ids = []
-        for (n, m), d in zip(counts, donors):
-            for size, item in ((n, self.index_a[d]), (m, self.index_b[d])):
-                own = np.full((int(size), 1), -1, np.int32)
-                ids.append(own if mode == "neutral" else _fit(self.ids.get(int(item)).astype(np.int32),
-                                                              (int(size), 1), -1))
-        rows = np.arange(len(counts))
-        return replace(self, ids=FlatMatrices.from_list(ids, np.int32), index_a=2 * rows, index_b=2 * rows + 1,
-                       fingerprint={**self.fingerprint, "perturbed": mode})
+            "`prior embed train --contexts dep --out EMB_FILE`)" if "EMB_FILE" in message else "")
 
 
 def read_entries(store: Store, feature: str, dataset: str, split: str, *,
                  params: dict[str, Any] | None = None, entry: str | None = None,
                  entries: dict[str, str] | None = None) -> list[EntryInfo]:
-    """The store entries a model's feature is read from for one split: the feature's default
-    entry, or the one ``params`` or ``entry`` (a key prefix) pick (`featurestore.selection`),
-    or exactly the ``entries`` (name → key) a checkpoint recorded. Each must hold every pair of
-    the split; otherwise `MissingFeatureError` with the candidates or the `prior build` line
-    that adds what is missing."""
+    """The store entries a model's feature (an entry or view name) is read from for one split:
+    the default entries, or those ``params`` or ``entry`` (a key prefix) pick
+    (`featurestore.selection`), or exactly the ``entries`` (name → key) a checkpoint recorded.
+    Each must hold every pair of the split; otherwise `MissingFeatureError` with the
+    candidates or the `prior build` line that adds what is missing."""
     try:
         if entries:
             return [store.find_entry(name, entry=key, dataset=dataset, split=split)
                     for name, key in entries.items()]
         return store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
     except EntrySelectionError as exc:
-        raise MissingFeatureError(f"{exc}{_emb_note(feature)}") from None
+        raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}") from None
 
 
-def _positions(data: FeatureData, keys: Sequence[str]) -> np.ndarray:
-    pos = data.positions(list(keys))
-    if (pos < 0).any():  # selection checked the split is held: only a concurrent gc gets here
-        raise MissingFeatureError(f"entry {data.entry.spec} ({data.entry.key}) lost "
-                                  f"{int((pos < 0).sum())} of its items while being read; read again")
-    return pos
-
-
-def _vector_table(store: Store, entry: Any) -> tuple[np.ndarray, str]:
-    """The vectors of the vocabulary resource an ``emb`` entry names in its parameters."""
-    for name, value in sorted(entry.params.items()):
-        if isinstance(value, str) and len(value) == 32 and ("vocab" in name or "resource" in name
-                                                             or name.endswith("key")):
-            try:
-                res = store.read_resource(value)
-            except NotFoundError:
-                continue
-            vectors = res.arrays.get("vectors")
-            if vectors is not None:
-                table = np.zeros((vectors.shape[0] + 1, vectors.shape[1]), dtype=np.float32)
-                table[:-1] = vectors
-                return table, value
-    raise MissingFeatureError(f"{store.location}: the emb entry {entry.key} names no vocabulary "
-                              f"resource with a 'vectors' array in its parameters {entry.params}")
-
-
-#: the store entries each model feature is read from (a view may join several)
-FEATURE_ENTRIES = {"wup": ("wup",), "dep": ("dep", "tfidf"), "sdoi": ("sdoi",), "emb": ("emb",)}
-
-
-def feature_source(store: Store, feature: str, dataset: str, split: str, key_a: Sequence[str],
-                   key_b: Sequence[str], pair_keys: Sequence[str],
-                   params: dict[str, Any] | None = None, dep_view: str = "dep",
-                   entries: dict[str, str] | None = None, entry: str | None = None
-                   ) -> tuple[FeatureSource, str | None]:
-    """The source of one store feature for a split's pairs, and the parse it was computed on.
-
-    The entries come from :func:`read_entries` (``params`` or recorded ``entries``).
-    ``dep_view`` picks DAFA's matrix or one of its ablations (``dep-no-tfidf``, …; see
-    `featurestore.views.DEP_VIEWS`), computed from the same stored components."""
-    if dep_view != "dep" and feature != "dep":
-        raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
-                         f"reads {feature!r}")
-    if feature not in FEATURE_ENTRIES:
-        raise PriorError(f"unknown store feature {feature!r}; known: {', '.join(sorted(FEATURE_ENTRIES))}")
-    switches = dep_switches(dep_view) if feature == "dep" else {}
-    recorded = None if entries is None else {n: entries[n] for n in FEATURE_ENTRIES[feature] if n in entries}
+def feature_source(store: Store, feature: str, dataset: str, split: str, pair_keys: Sequence[str],
+                   key_a: Sequence[str], key_b: Sequence[str], *, params: dict[str, Any] | None = None,
+                   entry: str | None = None, entries: dict[str, str] | None = None
+                   ) -> tuple[FeatureSource, list[EntryInfo]]:
+    """The batch source of ``feature`` (an entry or a view) for a split's pairs, and the
+    entries it reads. A view combines its entries (`layouts.views`); a plain entry is read by
+    the layout it recorded."""
+    view = view_of(feature)
+    recorded = None if entries is None else {n: entries[n] for n in view.entries if n in entries}
     chosen = read_entries(store, feature, dataset, split, params=params, entry=entry, entries=recorded)
-    entry = chosen[0]
-    fp = {e.name: e.key for e in chosen}
-    data = store.load_feature(entry)
-    if feature == "wup":
-        return PairGridSource("wup", _flat(data, "wup"), _positions(data, pair_keys), fp), entry.parse
-    if feature == "dep":
-        tf = store.load_feature(chosen[1])
-        pos, pa, pb = _positions(data, pair_keys), _positions(tf, key_a), _positions(tf, key_b)
-        # M_F + 1 per pair, combined once per split ("adding 1": the neutral value is 1)
-        mats = [dafa_matrix(data.array("trigram", int(p)), data.array("subgraph", int(p)),
-                            tf.array("tfidf", int(a)), tf.array("tfidf", int(b)), **switches) + np.float32(1.0)
-                for p, a, b in zip(pos, pa, pb)]
-        return (PairGridSource("dep", FlatMatrices.from_list(mats, np.float32),
-                               np.arange(len(mats)), fp), entry.parse)
-    if feature == "sdoi":
-        return MaskSource("sdoi", _flat(data, "sdoi"), _positions(data, key_a), _positions(data, key_b),
-                          fp), entry.parse
-    component = entry.components[0]
-    table, vocab = _vector_table(store, entry)
-    return VectorSource("emb", _flat(data, component), _positions(data, key_a), _positions(data, key_b),
-                        table, fp | {"vocabulary": vocab}), entry.parse
+    values = gather(store, chosen, pair_keys, key_a, key_b)
+    fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
+    main = chosen[0]
+    if view.combine is not None and view.layout is not None:
+        layout, column = view.layout, view.column or feature
+        values[column] = view.combine(values, dict(view.options))
+    else:
+        layout = main.layout or LEGACY_LAYOUTS.get(main.name)
+        if layout is None:
+            raise MissingFeatureError(f"entry {main.spec} {main.key[:12]} records no storage layout: "
+                                      "rebuild it with this version of prior")
+        column = column_name(main.name, layout.component)
+    table = None
+    if isinstance(layout, WordIds):
+        table, fingerprint["vocabulary"] = _vector_table(store, main, layout)
+    return source_for(layout, values, column, fingerprint, table), chosen
+
+
+def _vector_table(store: Store, entry: EntryInfo, layout: WordIds) -> tuple[np.ndarray, str]:
+    """The vectors of the vocabulary resource a word-ids entry names in its parameters, with a
+    zero row appended for id -1."""
+    key = entry.params.get(layout.vocabulary_param)
+    vectors = store.read_resource(str(key)).arrays.get(layout.array) if key else None
+    if vectors is None:
+        raise MissingFeatureError(f"{store.location}: entry {entry.spec} {entry.key[:12]} names no vocabulary "
+                                  f"resource with a {layout.array!r} array in its parameter "
+                                  f"{layout.vocabulary_param!r} ({entry.params})")
+    table = np.zeros((vectors.shape[0] + 1, vectors.shape[1]), dtype=np.float32)
+    table[:-1] = vectors
+    return table, str(key)
+
+
+def read_name(feature: str, view: str | None) -> str:
+    """What a model reading ``feature`` reads when asked for ``view`` (``--dep-view``, whose
+    default "dep" means none): a view registered as a variant of the feature (DAFA's
+    ablations), else the feature itself."""
+    if view in (None, "dep", feature):
+        return feature
+    variants = sorted(n for n, v in VIEWS.items() if v.variant_of == feature)
+    if not variants:
+        raise PriorError(f"a dep view ({view}) applies to DAFA's `dep` feature only; this model reads "
+                         f"{feature!r}, which has no view variants")
+    if view not in variants:
+        raise PriorError(f"unknown dep view {view!r}; choose one of {', '.join(variants)}")
+    return view
 
 
 # --------------------------------------------------------------------------- pairs
@@ -330,8 +130,7 @@ def dataset_kind(store: Store, dataset: str) -> str:
 
 def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str, ...]]:
     """(label kind, class names) recorded with the split's pairs."""
-    segs = [s for s in store.segments("pairs")
-            if s.target["dataset"] == dataset and s.target["split"] == split]
+    segs = store.split_segments(dataset, split)
     meta = segs[-1].meta if segs else {}
     return str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
 
@@ -388,7 +187,7 @@ class PairData:
             "attention_mask": (np.arange(T)[None, :] < enc.lengths[rows][:, None]).astype(np.int64),
         }
         if self.source is not None:
-            out.update(self.source.batch(seg, wid, rows))
+            out[self.source.input_name] = self.source.batch(seg, wid, rows)
         if self.labels is not None:
             out["labels"] = self.labels[rows]
         return out
@@ -415,15 +214,30 @@ class PairData:
             yield self.batch(pos[start:start + batch_size])
 
 
-def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
-               feature: str | None = None, feature_params: dict[str, Any] | None = None,
-               feature_entry: str | None = None, limit: int | None = None, dep_view: str = "dep",
-               entries: dict[str, str] | None = None) -> PairData:
-    """Read one split (and the feature the model needs) from the store and tokenize it once.
+def _labels(raw: list[Any], kind: str, names: tuple[str, ...], dataset: str, split: str) -> np.ndarray | None:
+    """Class ids (int64) or scores (float32) of a split's labels; None for an unlabelled split."""
+    if kind == "score":
+        return np.asarray(raw, dtype=np.float32)
+    if kind != "class" or any(x is None for x in raw):
+        return None
+    lookup = {n: i for i, n in enumerate(names)}
+    try:
+        return np.asarray([lookup[x] for x in raw], dtype=np.int64)
+    except KeyError as exc:
+        raise DataError(f"{dataset}/{split}: label {exc.args[0]!r} is not one of {names}", field="label") from None
 
-    The feature's entry is the default one, or the one ``feature_params`` or ``feature_entry``
-    (a key prefix) pick, or exactly the recorded ``entries`` (name → key, what `prior eval`
-    passes from a checkpoint)."""
+
+def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
+               feature: str | None = None, feature_params: dict[str, Any] | None = None, feature_entry: str | None = None,
+               limit: int | None = None, dep_view: str | None = None,
+               entries: dict[str, str] | None = None) -> PairData:
+    """Read one split (and the feature a model reads, as the model input its layout names)
+    from the store and tokenize it once.
+
+    The feature's entries are the default ones, or those ``feature_params`` or
+    ``feature_entry`` (a key prefix) pick, or exactly the recorded ``entries`` (name → key,
+    what `prior eval` passes from a checkpoint); ``dep_view`` reads a view variant of the
+    feature instead (DAFA's ablations)."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
         pairs = pairs.head(limit)
@@ -432,23 +246,19 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     key_a, key_b = pairs["key_a"].to_list(), pairs["key_b"].to_list()
     pair_keys = pairs["pair_key"].to_list()
     kind, names = split_labels(store, dataset, split)
-    labels: np.ndarray | None = None
-    raw = pairs["label"].to_list()
-    if kind == "score":
-        labels = np.asarray(raw, dtype=np.float32)
-    elif kind == "class" and all(x is not None for x in raw):
-        lookup = {n: i for i, n in enumerate(names)}
-        try:
-            labels = np.asarray([lookup[x] for x in raw], dtype=np.int64)
-        except KeyError as exc:
-            raise DataError(f"{dataset}/{split}: label {exc.args[0]!r} is not one of {names}",
-                            field="label") from None
+    labels = _labels(pairs["label"].to_list(), kind, names, dataset, split)
 
     source: FeatureSource | None = None
     parse: str | None = None
+    read = None
     if feature is not None:
-        source, parse = feature_source(store, feature, dataset, split, key_a, key_b, pair_keys,
-                                       feature_params, dep_view, entries, feature_entry)
+        read = read_name(feature, dep_view)
+        source, chosen = feature_source(store, read, dataset, split, pair_keys, key_a, key_b,
+                                        params=feature_params, entry=feature_entry, entries=entries)
+        parse = chosen[0].parse
+    elif dep_view not in (None, "dep"):
+        raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
+                         "reads no store feature")
     parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
@@ -463,8 +273,8 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
                    "parse": used, "parser": parsers.get(used) if used else None,
                    "entries": dict(source.fingerprint) if source else {}}
-    if feature == "dep":
-        fingerprint["dep_view"] = dep_view
+    if read is not None and read != feature or feature == "dep":
+        fingerprint["dep_view"] = read
     counts = np.array([[len(words[a]), len(words[b])] for a, b in zip(key_a, key_b)], dtype=np.int64)
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
                     labels=labels, label_kind=kind, label_names=names, encoded=encoded,

@@ -13,17 +13,18 @@ Token positions are described by two int arrays of shape (B, T): ``seg`` (0 = a 
 sentence A, 1 = of B, -1 = special token or padding) and ``wid`` (the piece's word index in
 its own sentence, -1 for special tokens and padding), from :func:`token_positions`.
 
-Word-level values of a whole split live in flat arrays with per-pair offsets
-(:class:`FlatMatrices`), so building a batch's grids is a handful of vectorized numpy
-gathers over (B, T, T), with no Python loop over cells or pairs.
+Word-level values of a whole split live in one ragged array (`layouts.ragged.Ragged`: flat
+values with per-item offsets and shapes), so building a batch's grids is a handful of
+vectorized numpy gathers over (B, T, T), with no Python loop over cells or pairs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
+
+from layouts.ragged import Ragged
 
 
 def token_positions(word_ids: Sequence[int | None], sequence_ids: Sequence[int | None],
@@ -36,33 +37,6 @@ def token_positions(word_ids: Sequence[int | None], sequence_ids: Sequence[int |
     wid[:n] = [-1 if w is None else w for w in word_ids]
     wid[seg < 0] = -1
     return seg, wid
-
-
-@dataclass(frozen=True)
-class FlatMatrices:
-    """Variable-size matrices in one flat array: item i is ``values[offsets[i]:…]`` with
-    ``rows[i]`` × ``cols[i]`` entries, row-major."""
-
-    values: np.ndarray
-    offsets: np.ndarray  # int64 (N,)
-    rows: np.ndarray  # int64 (N,)
-    cols: np.ndarray  # int64 (N,)
-
-    @classmethod
-    def from_list(cls, matrices: Sequence[np.ndarray], dtype: np.dtype | type) -> FlatMatrices:
-        rows = np.array([m.shape[0] for m in matrices], dtype=np.int64)
-        cols = np.array([m.shape[1] if m.ndim > 1 else 1 for m in matrices], dtype=np.int64)
-        sizes = rows * cols
-        offsets = np.zeros(len(matrices), dtype=np.int64)
-        if len(matrices) > 1:
-            offsets[1:] = np.cumsum(sizes[:-1])
-        values = (np.concatenate([np.asarray(m, dtype=dtype).reshape(-1) for m in matrices])
-                  if matrices else np.zeros(0, dtype=dtype))
-        return cls(values, offsets, rows, cols)
-
-    def get(self, i: int) -> np.ndarray:
-        o, r, c = int(self.offsets[i]), int(self.rows[i]), int(self.cols[i])
-        return self.values[o:o + r * c].reshape(r, c)
 
 
 def _check_words(wid: np.ndarray, mask: np.ndarray, limit: np.ndarray, what: str) -> None:
@@ -80,26 +54,6 @@ def _index_dtype(values: np.ndarray) -> type:
     return np.int32 if values.size < int(_FAR) else np.int64
 
 
-@dataclass(frozen=True)
-class FrontPadded:
-    """``FlatMatrices`` with one extra value in front (index 0): the value every gather
-    with a negative (clipped) index reads. Built once per split, used for every batch."""
-
-    values: np.ndarray
-    offsets: np.ndarray  # shifted by one
-    rows: np.ndarray
-    cols: np.ndarray
-
-    @classmethod
-    def of(cls, m: FlatMatrices, front: float) -> FrontPadded:
-        values = np.concatenate([np.array([front], dtype=m.values.dtype), m.values])
-        return cls(values, m.offsets + 1, m.rows, m.cols)
-
-    def get(self, i: int) -> np.ndarray:
-        o, r, c = int(self.offsets[i]), int(self.rows[i]), int(self.cols[i])
-        return self.values[o:o + r * c].reshape(r, c)
-
-
 def _starts(seg: np.ndarray, wid: np.ndarray, which: int, offsets: np.ndarray, cols: np.ndarray,
             it: type) -> tuple[np.ndarray, np.ndarray]:
     """(row start, column) of each piece in its sentence's matrix; −2^29 off the sentence."""
@@ -109,8 +63,8 @@ def _starts(seg: np.ndarray, wid: np.ndarray, which: int, offsets: np.ndarray, c
     return row, col
 
 
-def pair_grid(seg: np.ndarray, wid: np.ndarray, pairs: FlatMatrices | FrontPadded,
-              index: np.ndarray, neutral: float = 1.0) -> np.ndarray:
+def pair_grid(seg: np.ndarray, wid: np.ndarray, pairs: Ragged, index: np.ndarray,
+              neutral: float = 1.0) -> np.ndarray:
     """(B, T, T) float32 grid from per-pair n×m matrices (A words × B words).
 
     Cell (p, q) holds W[wid p, wid q] when p is in A and q in B, W[wid q, wid p] when p is in
@@ -121,23 +75,22 @@ def pair_grid(seg: np.ndarray, wid: np.ndarray, pairs: FlatMatrices | FrontPadde
     row start ``off + 1 + wid·m`` (else −2^29), a piece of B its column ``wid`` (else −2^29);
     the cell index is max(row p, row q) + max(col p, col q), which is W's entry for the two
     cross blocks (the transpose comes for free) and negative elsewhere, where the clipped
-    gather reads the ``neutral`` value placed in front of the flat values (:class:`FrontPadded`;
-    pass one built once per split to avoid re-padding per batch).
+    gather reads the ``neutral`` value placed in front of the flat values (`Ragged.with_fill`;
+    pass one filled once per split to avoid re-padding per batch).
     """
     _check_words(wid, seg == 0, pairs.rows[index][:, None], "matrix rows")
     _check_words(wid, seg == 1, pairs.cols[index][:, None], "matrix columns")
-    if not isinstance(pairs, FrontPadded):
-        pairs = FrontPadded.of(pairs, neutral)
+    pairs = pairs.with_fill(neutral)
     it = _index_dtype(pairs.values)
-    row, _ = _starts(seg, wid, 0, pairs.offsets[index], pairs.cols[index], it)
-    _, col = _starts(seg, wid, 1, pairs.offsets[index], pairs.cols[index], it)
+    row, _ = _starts(seg, wid, 0, pairs.offsets[index], pairs.widths[index], it)
+    _, col = _starts(seg, wid, 1, pairs.offsets[index], pairs.widths[index], it)
     flat = np.maximum(row[:, :, None], row[:, None, :])  # (B, T, T)
     flat += np.maximum(col[:, :, None], col[:, None, :])
     return np.take(pairs.values, flat, mode="clip").astype(np.float32, copy=False)
 
 
-def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: FlatMatrices | FrontPadded,
-              index_a: np.ndarray, index_b: np.ndarray) -> np.ndarray:
+def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: Ragged, index_a: np.ndarray,
+              index_b: np.ndarray) -> np.ndarray:
     """(B, T, T) bool "may attend" grid from per-sentence n×n masks (SG-Net's SDOI).
 
     Block-diagonal: a piece of A sees A's mask at its word's row, a piece of B sees B's; no
@@ -148,11 +101,11 @@ def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: FlatMatrices | FrontP
     T = seg.shape[1]
     _check_words(wid, seg == 0, sentences.rows[index_a][:, None], "sentence A mask")
     _check_words(wid, seg == 1, sentences.rows[index_b][:, None], "sentence B mask")
-    if not isinstance(sentences, FrontPadded):
-        sentences = FrontPadded.of(sentences, 0)
+    sentences = sentences.with_fill(0)
     it = _index_dtype(sentences.values)
-    row_a, col_a = _starts(seg, wid, 0, sentences.offsets[index_a], sentences.cols[index_a], it)
-    row_b, col_b = _starts(seg, wid, 1, sentences.offsets[index_b], sentences.cols[index_b], it)
+    widths = sentences.widths
+    row_a, col_a = _starts(seg, wid, 0, sentences.offsets[index_a], widths[index_a], it)
+    row_b, col_b = _starts(seg, wid, 1, sentences.offsets[index_b], widths[index_b], it)
     flat = row_a[:, :, None] + col_a[:, None, :]  # (B, T, T) valid only for A×A cells
     np.maximum(flat, row_b[:, :, None] + col_b[:, None, :], out=flat)  # or B×B cells
     grid = np.take(sentences.values, flat, mode="clip") != 0
@@ -160,7 +113,7 @@ def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: FlatMatrices | FrontP
     return grid
 
 
-def word_rows(seg: np.ndarray, wid: np.ndarray, sentences: FlatMatrices,
+def word_rows(seg: np.ndarray, wid: np.ndarray, sentences: Ragged,
               index_a: np.ndarray, index_b: np.ndarray, missing: int = -1) -> np.ndarray:
     """(B, T) int64: for each piece, its word's entry in a per-sentence vector (e.g. an
     embedding vocabulary id); ``missing`` for special tokens and padding."""

@@ -52,7 +52,7 @@ from featurestore.names import check_name
 from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES, PriorBertModel
-from trainers.registry import (MODEL_FEATURES, TrainSettings, default_settings, parse_model_name,
+from trainers.registry import (TrainSettings, default_settings, parse_model_name,
                                task_for)
 
 META_FILE = "prior.json"
@@ -170,12 +170,15 @@ class Splits:
 
 def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
                 settings: TrainSettings) -> Splits:
-    feature = MODEL_FEATURES[model]
+    """The training, dev and eval splits a run of ``model`` reads (module docstring: the dev
+    split, the held-out 10 %, the sample)."""
+    feature = MODEL_CLASSES[model].feature
     if cfg.dep_view != "dep" and feature != "dep":
-        raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} reads "
-                         f"{feature or 'no store feature'}")
-    kw = {"max_length": settings.max_length, "feature": feature, "feature_params": cfg.feature_params,
-          "feature_entry": cfg.feature_entry, "limit": cfg.limit, "dep_view": cfg.dep_view}
+        raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} "
+                         f"reads {feature or 'no store feature'}")
+    kw = {"max_length": settings.max_length, "feature": feature,
+          "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
+          "dep_view": cfg.dep_view}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -296,19 +299,50 @@ def make_optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.Adam
                               {"params": no_decay, "weight_decay": 0.0}], lr=s.lr)
 
 
+@dataclass
+class _Run:
+    """Everything one training run holds, built by :func:`_start`."""
+
+    cfg: TrainConfig
+    rt: Runtime
+    settings: TrainSettings
+    task: Any
+    out: Path
+    model: PriorBertModel
+    net: torch.nn.Module  # the model, or its DDP wrapper
+    tokenizer: Any
+    splits: Splits
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    steps_per_epoch: int
+    state: dict[str, Any]
+    meta: dict[str, Any]
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Train ``cfg.model`` on ``cfg.dataset`` from the store; returns the final summary."""
+    run = _start(cfg)
+    with progress_bar(progress_enabled(cfg.progress) and run.rt.main) as bar:
+        for epoch in range(run.state["epoch"], run.settings.epochs):
+            losses, step_times, seconds, stopped = _train_epoch(run, epoch, bar)
+            dev = evaluate(run.model, run.splits.dev, run.settings.batch_size, run.rt, run.task.metrics)
+            _end_epoch(run, epoch, dev, losses, step_times, seconds)
+            if stopped or run.state["bad_epochs"] >= run.settings.patience:
+                break
+    return _finish(run)
+
+
+def _start(cfg: TrainConfig) -> _Run:
+    """Settings, data, model, optimizer and schedule of a new or resumed run."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     rt = runtime()
     model_name, size = parse_model_name(cfg.model)
+    model_cls = MODEL_CLASSES[model_name]
     store = open_store(cfg.store, create=False)
     check_train_split(store, cfg.dataset, cfg.train_split)
     kind = dataset_kind(store, cfg.dataset)  # a dataset stored under another --name keeps its task
     settings = replace(cfg.settings or default_settings(model_name, kind), **cfg.overrides)
-    task = task_for(kind)
-    out = Path(cfg.output)
-
     state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
     if cfg.resume is not None:
         model, tokenizer, meta = load_checkpoint(cfg.resume)
@@ -320,23 +354,43 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         backbone = backbones.resolve_backbone(size, cfg.backbone)
         tokenizer = backbones.load_tokenizer(backbone)
     splits = load_splits(store, cfg, model_name, tokenizer, settings)
-    num_labels = 1 if splits.train.label_kind == "score" else len(splits.train.label_names)
     if cfg.resume is None:
-        options = dict(cfg.model_options)
+        num_labels = 1 if splits.train.label_kind == "score" else len(splits.train.label_names)
         source = splits.train.source
-        if model_name == "gibert" and source is not None and "embedding_dim" not in options:
-            options["embedding_dim"] = int(source.table.shape[1])  # type: ignore[attr-defined]
+        options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
-        model = backbones.build_model(MODEL_CLASSES[model_name], backbone, num_labels=num_labels,
-                                      options=options, seed=cfg.seed)
+        model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed)
     model.to(rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
         net = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rt.device.index] if rt.device.type == "cuda" else None)
-
     steps_per_epoch = math.ceil(len(splits.train.order(True, cfg.seed, 0, rt.rank, rt.world))
                                 / settings.batch_size)
+    optimizer, scheduler = _schedule(model, settings, steps_per_epoch, cfg, state)
+    task = task_for(kind)
+    meta = {
+        "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
+        "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
+        "feature": model_cls.feature, "feature_params": cfg.feature_params, "dep_view": cfg.dep_view,
+        "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
+        "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
+        "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
+        "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
+        "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
+    }
+    out = Path(cfg.output)
+    if rt.main:
+        out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed + state["epoch"])  # dropout: the same stream for every model of a seed
+    return _Run(cfg, rt, settings, task, out, model, net, tokenizer, splits, optimizer, scheduler,
+                steps_per_epoch, state, meta)
+
+
+def _schedule(model: PriorBertModel, settings: TrainSettings, steps_per_epoch: int, cfg: TrainConfig,
+              state: dict[str, Any]) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW with linear warm-up and decay over the run's steps; a resumed run continues from
+    its saved optimizer state and step."""
     total = steps_per_epoch * settings.epochs
     if cfg.max_steps is not None:
         total = min(total, cfg.max_steps)
@@ -347,82 +401,81 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         scheduler.last_epoch = state["step"]
         for group, base in zip(optimizer.param_groups, scheduler.base_lrs):
             group["lr"] = base * scheduler.lr_lambdas[0](state["step"])
+    return optimizer, scheduler
 
-    meta = {
-        "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
-        "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
-        "feature": MODEL_FEATURES[model_name], "feature_params": cfg.feature_params,
-        "dep_view": cfg.dep_view,
-        "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
-        "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
-        "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
-        "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
-        "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
-    }
-    log_path = out / "metrics.jsonl"
-    if rt.main:
-        out.mkdir(parents=True, exist_ok=True)
-    key_metric = task.metrics[0]
-    stopped = False
-    torch.manual_seed(cfg.seed + state["epoch"])  # dropout: the same stream for every model of a seed
-    with progress_bar(progress_enabled(cfg.progress) and rt.main) as bar:
-        for epoch in range(state["epoch"], settings.epochs):
-            net.train()
-            task_id = bar.add_task(f"{cfg.model} epoch {epoch + 1}/{settings.epochs}",
-                                   total=steps_per_epoch, info="") if bar else None
-            t0, losses, step_times = time.perf_counter(), [], []
-            for batch in splits.train.batches(settings.batch_size, shuffle=True, seed=cfg.seed,
-                                              epoch=epoch, rank=rt.rank, world=rt.world):
-                ts = time.perf_counter()
-                batch = to_device(batch, rt.device)
-                with rt.autocast():
-                    loss = net(**batch).loss
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                state["step"] += 1
-                losses.append(float(loss.detach()))
-                step_times.append(time.perf_counter() - ts)
-                if bar:
-                    bar.update(task_id, advance=1, info=f"loss {np.mean(losses[-20:]):.4f}")
-                if cfg.max_steps is not None and state["step"] >= cfg.max_steps:
-                    stopped = True
-                    break
-            dev = evaluate(model, splits.dev, settings.batch_size, rt, task.metrics)
-            improved = state["best"] is None or dev[key_metric] > state["best"]
-            state["epoch"] = epoch + 1
-            if improved:
-                state["best"], state["bad_epochs"] = dev[key_metric], 0
-            else:
-                state["bad_epochs"] += 1
-            record = {"epoch": epoch + 1, "step": state["step"], "train_loss": float(np.mean(losses)),
-                      **{f"dev_{k}": v for k, v in dev.items()}, "best": improved,
-                      "seconds": time.perf_counter() - t0,
-                      "step_seconds": float(np.mean(step_times)) if step_times else None}
-            if rt.main:
-                with log_path.open("a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                epoch_meta = {**meta, "epoch": epoch + 1, "dev_metrics": dev}
-                if improved:
-                    save_checkpoint(out / "best", model, tokenizer, epoch_meta)
-                save_checkpoint(out / "last", model, tokenizer, epoch_meta)
-                save_optimizer(out / "last" / OPTIMIZER_FILE, model, optimizer)
-                (out / "last" / STATE_FILE).write_text(json.dumps(state) + "\n")
-            if stopped or state["bad_epochs"] >= settings.patience:
-                break
-    if rt.world > 1:
+
+def _train_epoch(run: _Run, epoch: int, bar: Any) -> tuple[list[float], list[float], float, bool]:
+    """One pass over the training pairs: (losses, step seconds, seconds, stopped by max_steps)."""
+    cfg, settings, rt = run.cfg, run.settings, run.rt
+    run.net.train()
+    task_id = bar.add_task(f"{cfg.model} epoch {epoch + 1}/{settings.epochs}", total=run.steps_per_epoch,
+                           info="") if bar else None
+    t0, losses, step_times = time.perf_counter(), [], []
+    for batch in run.splits.train.batches(settings.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
+                                          rank=rt.rank, world=rt.world):
+        ts = time.perf_counter()
+        losses.append(_step(run, batch))
+        step_times.append(time.perf_counter() - ts)
+        if bar:
+            bar.update(task_id, advance=1, info=f"loss {np.mean(losses[-20:]):.4f}")
+        if cfg.max_steps is not None and run.state["step"] >= cfg.max_steps:
+            return losses, step_times, time.perf_counter() - t0, True
+    return losses, step_times, time.perf_counter() - t0, False
+
+
+def _step(run: _Run, batch: dict[str, torch.Tensor]) -> float:
+    """One optimizer step on one batch; returns its loss."""
+    batch = to_device(batch, run.rt.device)
+    with run.rt.autocast():
+        loss = run.net(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.settings.clip)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    run.state["step"] += 1
+    return float(loss.detach())
+
+
+def _end_epoch(run: _Run, epoch: int, dev: dict[str, float], losses: list[float], step_times: list[float],
+               seconds: float) -> None:
+    """Early-stopping state, the metrics line and the checkpoints of a finished epoch."""
+    state, key_metric = run.state, run.task.metrics[0]
+    improved = state["best"] is None or dev[key_metric] > state["best"]
+    state["epoch"] = epoch + 1
+    if improved:
+        state["best"], state["bad_epochs"] = dev[key_metric], 0
+    else:
+        state["bad_epochs"] += 1
+    if not run.rt.main:
+        return
+    record = {"epoch": epoch + 1, "step": state["step"], "train_loss": float(np.mean(losses)),
+              **{f"dev_{k}": v for k, v in dev.items()}, "best": improved, "seconds": seconds,
+              "step_seconds": float(np.mean(step_times)) if step_times else None}
+    with (run.out / "metrics.jsonl").open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+    epoch_meta = {**run.meta, "epoch": epoch + 1, "dev_metrics": dev}
+    if improved:
+        save_checkpoint(run.out / "best", run.model, run.tokenizer, epoch_meta)
+    save_checkpoint(run.out / "last", run.model, run.tokenizer, epoch_meta)
+    save_optimizer(run.out / "last" / OPTIMIZER_FILE, run.model, run.optimizer)
+    (run.out / "last" / STATE_FILE).write_text(json.dumps(state) + "\n")
+
+
+def _finish(run: _Run) -> dict[str, Any]:
+    """The summary: best dev score, and the best checkpoint's scores on the eval splits."""
+    if run.rt.world > 1:
         torch.distributed.barrier()
-    summary: dict[str, Any] = {"output": str(out), "best_dev": state["best"], "epochs": state["epoch"],
-                               "steps": state["step"], "key_metric": key_metric}
-    if splits.evals:
-        best, _, _ = load_checkpoint(out / "best")
-        best.to(rt.device)
-        for split, data in splits.evals.items():
-            summary[split] = evaluate(best, data, settings.batch_size, rt, task.metrics)
-    if rt.main:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary: dict[str, Any] = {"output": str(run.out), "best_dev": run.state["best"],
+                               "epochs": run.state["epoch"], "steps": run.state["step"],
+                               "key_metric": run.task.metrics[0]}
+    if run.splits.evals:
+        best, _, _ = load_checkpoint(run.out / "best")
+        best.to(run.rt.device)
+        for split, data in run.splits.evals.items():
+            summary[split] = evaluate(best, data, run.settings.batch_size, run.rt, run.task.metrics)
+    if run.rt.main:
+        (run.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -448,8 +501,8 @@ def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, spli
     st = open_store(store or trained["store"], create=False)
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
-                      feature=meta["feature"], entries=trained.get("entries") or None, limit=limit,
-                      dep_view=meta.get("dep_view", "dep"))
+                      feature=meta["feature"],
+                      entries=trained.get("entries") or None, limit=limit, dep_view=meta.get("dep_view", "dep"))
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)

@@ -22,12 +22,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from featurestore.errors import PriorError
-from trainers.models import MODEL_CLASSES, PriorBertModel
+from trainers.models import MODEL_CLASSES
 
-#: the store feature each model reads (None: no feature)
-MODEL_FEATURES: dict[str, str | None] = {
-    "bert": None, "bert-sim": "wup", "sgnet": "sdoi", "dafa": "dep", "gibert": "emb", "cda": None,
-}
 SIZES = ("base", "large", "mini")
 
 
@@ -93,10 +89,6 @@ def parse_model_name(name: str) -> tuple[str, str | None]:
         return base, size
     known = ", ".join(f"{m}-{{{','.join(SIZES)}}}" for m in MODEL_CLASSES)
     raise PriorError(f"unknown model {name!r}; known: {known} (or a bare model name with --backbone)")
-
-
-def model_class(model: str) -> type[PriorBertModel]:
-    return MODEL_CLASSES[model]
 
 
 def default_settings(model: str, dataset: str) -> TrainSettings:

@@ -11,23 +11,52 @@ change results (batch sizes, workers) are not parameters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from layouts.kinds import Layout
 from pipeline.parsers.base import Parse
+
+if TYPE_CHECKING:
+    from pipeline.build import BuildContext
 
 Scope = Literal["sentence", "pair"]
 
 
 @runtime_checkable
 class Feature(Protocol):
+    """What the build calls on a feature, in order: ``check_resources`` (driver and each worker,
+    before anything is committed), ``prepare`` (driver, after parsing: store a resource such as
+    an IDF table or a vocabulary), ``report_lines`` (driver, for the build report), ``params``
+    (the entry key), then per worker ``setup`` once and ``compute`` per partition. ``layout``
+    says what the stored values are (`layouts.kinds`); the store records it in the entry so
+    readers need no feature names."""
+
     name: str
     version: int
     scope: Scope
     components: tuple[str, ...]
+    layout: Layout
 
     def params(self) -> dict[str, Any]: ...
+
+    def check_resources(self) -> None:
+        """Raise when this process lacks what ``setup`` needs (WordNet, a model file)."""
+        ...
+
+    def prepare(self, ctx: BuildContext) -> None:
+        """Driver-side preparation before any partition is computed."""
+        ...
+
+    def report_lines(self, dataset: str) -> list[str]:
+        """Lines for the build report (OOV rates, the IDF table used)."""
+        ...
+
+    def build_args(self) -> list[str]:
+        """``prior build`` arguments beyond ``--features`` and ``-o`` that make this entry again
+        (an input file), recorded with the entry for the build line an error prints."""
+        ...
 
     def setup(self) -> None:
         """Load resources (WordNet, tables) once per worker process; idempotent."""
@@ -37,3 +66,24 @@ class Feature(Protocol):
                 ) -> list[dict[str, np.ndarray]]:
         """One dict component → array per item, in order."""
         ...
+
+
+class FeatureBase:
+    """Defaults for the hooks a feature may leave out: nothing to check, prepare, report or
+    load. Concrete features inherit it and declare name, version, scope, components, layout,
+    ``params`` and ``compute``."""
+
+    def check_resources(self) -> None:
+        """Nothing to check."""
+
+    def prepare(self, ctx: BuildContext) -> None:
+        """Nothing to prepare."""
+
+    def report_lines(self, dataset: str) -> list[str]:
+        return []
+
+    def build_args(self) -> list[str]:
+        return []
+
+    def setup(self) -> None:
+        """Nothing to load."""

@@ -3,7 +3,7 @@
 Each word i of a sentence is the tail t of the trigram (head word h, relation r, t). Both
 matrices are n×m for sentence A (n words) and B (m words), float32, stored as two components
 of the pair entry ``dep``; the tf-idf weights are a separate sentence entry (`tfidf`) and
-M_F = |M + S| · tf_A tf_Bᵀ is formed when the store is read (featurestore/views.py), so the
+M_F = |M + S| · tf_A tf_Bᵀ is formed when the store is read (layouts/views.py), so the
 paper's ablations need no rebuild.
 
 Choices where the paper is silent (each has a test in tests/test_features_dep.py):
@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from layouts.kinds import PairMatrix
+from pipeline.features.base import FeatureBase
 from featurestore.errors import DataError, PriorError
 from pipeline.features.forms import WordCompare, check_compare, word_forms
 from pipeline.parsers.base import Parse
@@ -133,7 +135,7 @@ def subgraph_matrix(a: Parse, b: Parse, *, alpha: float = DEFAULT_ALPHA, nu: flo
     return s.astype(np.float32)
 
 
-class DepFeature:
+class DepFeature(FeatureBase):
     """DAFA's pair feature ``dep``: components ``trigram`` (M) and ``subgraph`` (S), n×m float32.
 
     The `dep` feature set pairs it with `TfidfFeature` using the same ``compare`` choice.
@@ -143,6 +145,7 @@ class DepFeature:
     version = 1
     scope = "pair"
     components = ("trigram", "subgraph")
+    layout = PairMatrix("trigram")  # read through the `dep` view (layouts/views.py), which combines M, S and tf-idf
 
     def __init__(self, *, theta: float = DEFAULT_THETA, alpha: float = DEFAULT_ALPHA,
                  nu: float = DEFAULT_NU, compare: str = "lower") -> None:

@@ -3,7 +3,7 @@
 The store holds the embedding vocabulary once (a resource: words + vectors, see
 pipeline/embeddings/table.py) and, per sentence, one int32 id per word (component
 ``word_ids``) indexing it; -1 marks a word without a vector. Loaders turn ids into vectors
-(zero for -1) and copy each word's vector to its word pieces (trainers/align.py); special
+(zero for -1) and copy each word's vector to its word pieces (tests/reference_align.py); special
 tokens get zero vectors too. Zero for unknown words is our documented choice: the authors'
 code gives all OOV words one shared small random vector.
 
@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from layouts.kinds import WordIds
+from pipeline.features.base import FeatureBase
 from featurestore.errors import NotFoundError, PriorError, ResourceError
 from pipeline.parsers.base import Parse
 
@@ -113,13 +115,14 @@ def oov_stats(split: str, sentences: Sequence[Sequence[str]], ids: Sequence[np.n
     return OovStats(split, tokens, oov_tokens, len(types), len(oov_types))
 
 
-class EmbFeature:
+class EmbFeature(FeatureBase):
     """Sentence feature ``emb``: component ``word_ids`` (int32 per word, -1 = no vector)."""
 
     name = "emb"
     version = 1
     scope = "sentence"
     components = ("word_ids",)
+    layout = WordIds("word_ids", vocabulary_param="vocab")
 
     def __init__(self, *, embeddings: str | Path | None = None, resource: str | None = None,
                  fmt: str = "auto", lookup: str = "exact-then-lower", limit: int | None = None) -> None:
@@ -177,6 +180,10 @@ class EmbFeature:
                                                      for s in sents]))
             log.info("%s", self.oov[-1].line(ctx.dataset))
         self._index = restrict_index(self._index, seen)
+
+    def build_args(self) -> list[str]:
+        """The embedding file (its absolute path) the vocabulary was read from."""
+        return [] if self.embeddings is None else ["--embeddings", str(Path(self.embeddings).expanduser().resolve())]
 
     def report_lines(self, dataset: str) -> list[str]:
         """One line per split of the last ``prepare``: its OOV rate, for the build report."""

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from layouts.kinds import SentenceMask
+from pipeline.features.base import FeatureBase
 from featurestore.errors import DataError, PriorError
 from pipeline.parsers.base import Parse
 
@@ -105,7 +107,7 @@ def span_interval_mask(heads: Sequence[int], leaf_self_loops: bool = True) -> np
     return mask.astype(np.uint8)
 
 
-class SdoiFeature:
+class SdoiFeature(FeatureBase):
     """The ``sdoi`` feature: one ``sdoi`` component (n×n uint8) per sentence.
 
     ``relation``: ``"ancestor-or-self"`` (the paper, default) or ``"span-interval"`` (the
@@ -118,6 +120,7 @@ class SdoiFeature:
     version = 1
     scope = "sentence"
     components = ("sdoi",)
+    layout = SentenceMask("sdoi")
 
     def __init__(self, relation: str = "ancestor-or-self", leaf_self_loops: bool = True) -> None:
         if relation not in RELATIONS:

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from layouts.kinds import SentenceVector
+from pipeline.features.base import FeatureBase
 from featurestore.errors import PriorError, ResourceError
 from pipeline.features.forms import WordCompare, check_compare, word_forms
 from pipeline.parsers.base import Parse
@@ -89,7 +91,7 @@ def tfidf_weights(forms: Sequence[str], idf: IdfTable) -> np.ndarray:
     return np.array([raw[t] / norm for t in forms], dtype=np.float32)
 
 
-class TfidfFeature:
+class TfidfFeature(FeatureBase):
     """Sentence feature ``tfidf``: component ``tfidf``, one float32 weight per word.
 
     ``prepare(ctx)`` (build driver) counts the IDF table on the dataset's training split,
@@ -101,6 +103,7 @@ class TfidfFeature:
     version = 1
     scope = "sentence"
     components = ("tfidf",)
+    layout = SentenceVector("tfidf")
 
     def __init__(self, *, compare: str = "lower", idf_split: str = "train") -> None:
         self.compare: WordCompare = check_compare(compare)

@@ -81,6 +81,8 @@ from typing import Any
 
 import numpy as np
 
+from layouts.kinds import PairMatrix
+from pipeline.features.base import FeatureBase
 from featurestore.errors import PriorError, ResourceError
 from pipeline.features.wupalmer import SynsetInfo, WuPalmer
 from pipeline.parsers.base import Parse
@@ -176,13 +178,14 @@ class _CodeWord:
         self.key, self.stop, self.synsets, self.related = key, stop, synsets, related
 
 
-class WupFeature:
+class WupFeature(FeatureBase):
     """The ``wup`` feature (scope "pair"): S, float32 n×m, for each (A, B) pair of parses."""
 
     name = "wup"
     version = 2
     scope = "pair"
     components = ("wup",)
+    layout = PairMatrix("wup", neutral=1.0)  # the grid is 1 off the A×B blocks (attention unchanged)
 
     def __init__(self, preset: str = "default", unmapped_pos: str = "all",
                  name_entities: str | Sequence[str] | None = None,

@@ -49,10 +49,18 @@ class PriorBertModel(BertForSequenceClassification):
     """
 
     model_name: ClassVar[str] = "bert"
-    #: names of the keyword tensors the model reads from a batch (see module docstring)
-    batch_features: ClassVar[tuple[str, ...]] = ()
+    #: the store feature (an entry or view name) the model reads, None for none; the loader
+    #: builds its batch tensor by the feature's storage layout and passes it as the forward
+    #: argument the layout names (``prior_grid``, ``sdoi_mask``, ``word_vectors``; layouts/kinds.py)
+    feature: ClassVar[str | None] = None
     #: paper options and their defaults; stored in ``config.prior_options``
     default_options: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def options_from_feature(cls, source: Any) -> dict[str, Any]:
+        """Options a new model takes from the feature it reads (the batch source of the
+        training split), e.g. GiBERT's embedding width; none by default."""
+        return {}
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)

@@ -59,7 +59,7 @@ class BertSimModel(PriorBertModel):
     """UERBERT: BERT with layer 0's self-attention replaced by :class:`GridSelfAttention`."""
 
     model_name = "bert-sim"
-    batch_features = ("prior_grid",)
+    feature = "wup"
 
     def build_prior(self, config: BertConfig) -> None:
         self.bert.encoder.layer[0].attention.self = GridSelfAttention(config, layer_idx=0)

@@ -135,7 +135,7 @@ class DafaSelfAttention(BertSelfAttention):
 
 class DafaModel(PriorBertModel):
     model_name = "dafa"
-    batch_features = ("prior_grid",)
+    feature = "dep"
     default_options = {"fusion_attention_size": None, "fusion_hidden_size": None}
 
     def build_prior(self, config: BertConfig) -> None:

@@ -72,9 +72,14 @@ def injection_block(num_layers: int, embedding_kind: str, injection_layer: int |
 
 class GiBertModel(PriorBertModel):
     model_name = "gibert"
-    batch_features = ("word_vectors",)
+    feature = "emb"
     default_options = {"embedding_dim": 300, "embedding_kind": "dependency",
                        "injection_layer": None}
+
+    @classmethod
+    def options_from_feature(cls, source: Any) -> dict[str, Any]:
+        """The projection's input size E is the stored vectors' width."""
+        return {"embedding_dim": int(source.width)}
 
     def build_prior(self, config: BertConfig) -> None:
         block = injection_block(config.num_hidden_layers, self.options["embedding_kind"],

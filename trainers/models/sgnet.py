@@ -39,7 +39,7 @@ from trainers.models.base import PriorBertModel, restrict_mask
 
 class SgNetModel(PriorBertModel):
     model_name = "sgnet"
-    batch_features = ("sdoi_mask",)
+    feature = "sdoi"
     default_options = {"alpha": 0.5, "learn_alpha": False, "pool": "cls"}
 
     def build_prior(self, config: BertConfig) -> None:

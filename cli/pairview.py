@@ -22,7 +22,7 @@ import numpy as np
 
 from featurestore.errors import NotFoundError, PriorError
 from featurestore.selection import entries_line
-from featurestore.views import VIEWS
+from layouts.views import VIEWS
 
 if TYPE_CHECKING:
     from featurestore.store import EntryInfo, Store
