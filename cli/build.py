@@ -10,6 +10,8 @@ from rich.table import Table
 
 from cli.console import console, friendly_errors, human_bytes
 from featurestore.errors import PriorError
+from pipeline.build import DEFAULT_FEATURES
+from pipeline.features.registry import FEATURE_SETS
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:
@@ -22,7 +24,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 @friendly_errors
 def build_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.")] = "snli",
-    features: Annotated[str, typer.Option(help="Comma-separated features: sdoi, wup, dep, emb.")] = "sdoi,wup",
+    features: Annotated[str, typer.Option(help=f"Comma-separated features: {', '.join(FEATURE_SETS)}.")] = ",".join(DEFAULT_FEATURES),
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or fsspec URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     parser: Annotated[str | None, typer.Option(help="biaffine (default), spacy, or biaffine:<model>.")] = None,
@@ -46,7 +48,7 @@ def build_cmd(
 
     feats = _csv(features)
     if not feats:
-        raise PriorError("--features is empty; name at least one of sdoi, wup, dep, emb")
+        raise PriorError(f"--features is empty; name at least one of {', '.join(FEATURE_SETS)}")
     options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,

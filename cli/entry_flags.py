@@ -10,7 +10,11 @@ from typing import Annotated, Any
 import typer
 
 from featurestore.errors import PriorError
+from layouts.views import VIEWS
 from pipeline.features.options import parse_value
+
+#: names a read may give (for help texts): the registered views, then any other entry name
+READABLE = ", ".join([*VIEWS, "sdoi", "wup", "any other entry name"])
 
 FeatureParamOpt = Annotated[list[str] | None, typer.Option(
     "--feature-param", help="Read the entry whose options or parameters include K=V (repeatable), "
@@ -67,8 +71,6 @@ def feature_names(feature: str | None) -> list[str]:
     itself, the entries of its view and the build feature that makes them."""
     if feature is None:
         return []
-    from layouts.views import VIEWS
-
     view = VIEWS.get(feature)
     names = {feature}
     if view is not None:

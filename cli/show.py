@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 
 from cli.console import console, friendly_errors
-from cli.entry_flags import EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
 
 @friendly_errors
 def show_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored (see `prior store info`).")],
     pair: Annotated[str, typer.Option(help="Row number in its split, or the pair key (a unique prefix of ≥ 6 characters).")],
-    feature: Annotated[str, typer.Option(help="wup, dep (DAFA's M_F; ablations: dep-no-trigram, dep-no-subgraph, dep-no-tfidf and their combinations such as dep-no-trigram-no-tfidf) or sdoi.")] = "dep",
+    feature: Annotated[str, typer.Option(help=f"A feature (entry) or view: {READABLE}.")] = "dep",
     split: Annotated[str | None, typer.Option(help="Split of the row (default: the only split, else the first of train, dev, …, test).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also draw the heatmap to this image file (e.g. out.png).")] = None,

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli.console import console, err_console, friendly_errors, human_bytes
-from cli.entry_flags import EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
 app = typer.Typer(help="Inspect, check and clean a feature store.", no_args_is_help=True)
 StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
@@ -126,7 +126,7 @@ def gc_cmd(store: StoreOpt = None,
 
 @app.command("frame")
 @friendly_errors
-def frame_cmd(feature: Annotated[str, typer.Option(help="Feature or view name (sdoi, wup, dep, emb, dep-no-tfidf, …).")],
+def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or view: {READABLE}.")],
               dataset: Annotated[str, typer.Option(help="Dataset name as stored.")],
               split: Annotated[str | None, typer.Option(help="Split (default: the only split, else the first of train, dev, …, test).")] = None,
               store: StoreOpt = None,

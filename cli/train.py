@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from trainers.models import MODELS
 from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from featurestore.errors import PriorError
 
@@ -37,7 +38,7 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
 
 
 def train(
-    model: Annotated[str, typer.Argument(help="Model and size: bert|bert-sim|sgnet|dafa|gibert|cda + -base|-large|-mini, e.g. dafa-large.")],
+    model: Annotated[str, typer.Argument(help=f"Model and size: {'|'.join(MODELS)} + -base|-large|-mini, e.g. dafa-large.")],
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name in the store (one with a train split).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     output: Annotated[Path | None, typer.Option(help="Output directory (default runs/<model>-<dataset>-s<seed>).")] = None,

@@ -43,7 +43,7 @@ from pipeline.parsers.base import Parse
 log = logging.getLogger(__name__)
 
 DEFAULT_PARSER = "biaffine"  # the papers parse with Dozat & Manning's biaffine parser; "spacy" stays available
-DEFAULT_FEATURES = ("sdoi", "wup")
+DEFAULT_FEATURES = ("dep", "sdoi", "wup")  # every feature of the papers that needs no input file
 
 
 @dataclass

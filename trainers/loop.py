@@ -342,7 +342,7 @@ def _start(cfg: TrainConfig) -> _Run:
     store = open_store(cfg.store, create=False)
     check_train_split(store, cfg.dataset, cfg.train_split)
     kind = dataset_kind(store, cfg.dataset)  # a dataset stored under another --name keeps its task
-    settings = replace(cfg.settings or default_settings(model_name, kind), **cfg.overrides)
+    settings = replace(cfg.settings or default_settings(model_name, kind, size), **cfg.overrides)
     state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
     if cfg.resume is not None:
         model, tokenizer, meta = load_checkpoint(cfg.resume)

@@ -1,19 +1,15 @@
-"""Model names → classes, the store feature each needs, and the papers' default settings.
+"""Model names, sizes and default settings, and how each dataset is scored.
 
 A CLI model name is ``<model>-<size>`` (``dafa-large``, ``bert-mini``) or a bare model name
-with ``--backbone``. Defaults come from each paper's reported settings (FORMULAS.md,
-"Hyper-parameters the papers report"); where a paper gives a range, the first value BERT's
-authors recommend inside it is taken and the choice is stated here:
+with ``--backbone``. Defaults:
 
-- every model: AdamW, linear warm-up over the first 10% of steps, max length 128, batch 32;
-- `bert`, `bert-sim` (UERBERT: "BERT-base configuration"): lr 2e-5, 3 epochs, weight decay
-  0.01, clip 1.0 (BERT's fine-tuning recipe; UERBERT reports no other);
-- `sgnet`: lr 2e-5 ∈ {2e-5, 3e-5}, weight decay 0.01, 3 epochs ∈ 2–5, α = 0.5;
-- `dafa`: lr 2e-5 ∈ {1e-5, 2e-5, 3e-5, 8e-6}, weight decay 1e-8, 3 epochs ∈ 3–5,
-  gradient clipping 10.0 ∈ {7.5, 10, 15};
-- `gibert`: 3 epochs with early stopping on dev F1; per dataset from its Table 8: MSRP
-  (MRPC) lr 5e-5, max length 80; Quora (QQP) lr 2e-5, max length 48; else lr 2e-5;
-- `cda`: lr 2e-5 ∈ {1e-5, 2e-5, 3e-5, 8e-6}, weight decay 0.01, 5 epochs, clip 10.0.
+- ``-base`` and ``-large`` (and bare names): the paper's settings, which each model class
+  declares (``paper_settings``, ``dataset_settings``) over BERT's fine-tuning recipe
+  (:class:`TrainSettings`: AdamW, linear warm-up over the first 10 % of steps, lr 2e-5,
+  3 epochs, batch 32, max length 128, weight decay 0.01, clipping 1.0, early stopping after 2
+  epochs without a better dev score);
+- ``-mini`` (all-MiniLM-L6-v2, for CPU): one schedule for every model, :data:`MINI_SETTINGS`,
+  chosen on ``bert-mini``'s dev score alone, so that a comparison differs only by the method.
 """
 
 from __future__ import annotations
@@ -43,19 +39,8 @@ class TrainSettings:
 
 
 _BASE = TrainSettings()
-PAPER_SETTINGS: dict[str, TrainSettings] = {
-    "bert": _BASE,
-    "bert-sim": _BASE,
-    "sgnet": _BASE,
-    "dafa": replace(_BASE, weight_decay=1e-8, clip=10.0),
-    "gibert": _BASE,
-    "cda": replace(_BASE, epochs=5, clip=10.0),
-}
-#: per (model, dataset) overrides the papers report
-DATASET_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
-    ("gibert", "mrpc"): {"lr": 5e-5, "max_length": 80},
-    ("gibert", "qqp"): {"lr": 2e-5, "max_length": 48},
-}
+#: the -mini schedule for every model: docs/results/ (the grid of bench/compare.py) chose it
+MINI_SETTINGS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -91,5 +76,10 @@ def parse_model_name(name: str) -> tuple[str, str | None]:
     raise PriorError(f"unknown model {name!r}; known: {known} (or a bare model name with --backbone)")
 
 
-def default_settings(model: str, dataset: str) -> TrainSettings:
-    return replace(PAPER_SETTINGS[model], **DATASET_SETTINGS.get((model, dataset), {}))
+def default_settings(model: str, dataset: str, size: str | None = None) -> TrainSettings:
+    """The defaults of ``model`` on ``dataset``: the paper's (as the model class declares them),
+    or for ``size == "mini"`` the one -mini schedule shared by every model."""
+    if size == "mini":
+        return replace(_BASE, **MINI_SETTINGS)
+    cls = MODEL_CLASSES[model]
+    return replace(_BASE, **cls.paper_settings, **cls.dataset_settings.get(dataset, {}))

@@ -92,6 +92,8 @@ class CommixSelfAttention(BertSelfAttention):
 
 class CdaModel(PriorBertModel):
     model_name = "cda"
+    # cda.txt §4: 5 epochs, gradient clipping 10; lr 2e-5 ∈ {1e-5, 2e-5, 3e-5, 8e-6}
+    paper_settings = {"epochs": 5, "clip": 10.0}
 
     def build_prior(self, config: BertConfig) -> None:
         self.bert.encoder.layer[0].attention.self = CommixSelfAttention(config, layer_idx=0)

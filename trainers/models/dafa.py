@@ -136,6 +136,8 @@ class DafaSelfAttention(BertSelfAttention):
 class DafaModel(PriorBertModel):
     model_name = "dafa"
     feature = "dep"
+    # dafa.txt §3.2: weight decay 1e-8, gradient clipping 10 ∈ {7.5, 10, 15}; lr 2e-5 ∈ {1e-5, 2e-5, 3e-5, 8e-6}
+    paper_settings = {"weight_decay": 1e-8, "clip": 10.0}
     default_options = {"fusion_attention_size": None, "fusion_hidden_size": None}
 
     def build_prior(self, config: BertConfig) -> None:

@@ -73,6 +73,8 @@ def injection_block(num_layers: int, embedding_kind: str, injection_layer: int |
 class GiBertModel(PriorBertModel):
     model_name = "gibert"
     feature = "emb"
+    # gibert.txt Table 8: MSRP (MRPC) lr 5e-5, max length 80; Quora (QQP) lr 2e-5, max length 48
+    dataset_settings = {"mrpc": {"lr": 5e-5, "max_length": 80}, "qqp": {"lr": 2e-5, "max_length": 48}}
     default_options = {"embedding_dim": 300, "embedding_kind": "dependency",
                        "injection_layer": None}
 

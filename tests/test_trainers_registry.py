@@ -1,0 +1,25 @@
+"""Default settings: each paper's as its model class declares them for -base/-large, one shared
+schedule for every -mini model."""
+
+from __future__ import annotations
+
+from trainers.registry import MINI_SETTINGS, TrainSettings, default_settings, parse_model_name
+
+
+def test_registry_paper_settings_come_from_the_model_classes() -> None:
+    assert default_settings("bert", "sick") == TrainSettings()
+    dafa = default_settings("dafa", "sick", "base")
+    assert (dafa.weight_decay, dafa.clip) == (1e-8, 10.0)
+    assert default_settings("cda", "mrpc", "large").epochs == 5
+    gibert = default_settings("gibert", "mrpc")
+    assert (gibert.lr, gibert.max_length) == (5e-5, 80) and default_settings("gibert", "sick").lr == 2e-5
+
+
+def test_registry_mini_models_share_one_schedule() -> None:
+    minis = {default_settings(m, d, "mini") for m in ("bert", "dafa", "cda", "gibert") for d in ("sick", "mrpc")}
+    assert minis == {TrainSettings(**{**TrainSettings().to_dict(), **MINI_SETTINGS})}
+
+
+def test_registry_model_names() -> None:
+    assert parse_model_name("dafa-large") == ("dafa", "large")
+    assert parse_model_name("bert-sim") == ("bert-sim", None)
