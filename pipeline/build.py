@@ -56,6 +56,7 @@ class BuildOptions:
     feature_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     columns: dict[str, Any] = field(default_factory=dict)  # for a file: text_a, text_b, label, label_kind
     progress: bool = True
+    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -427,7 +428,8 @@ def build(options: BuildOptions) -> BuildReport:
 
             weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
             runner.run([(worker.parse_partition,
-                         (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part]),
+                         (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
+                          options.parse_device),
                          parsed_done) for part in _partitions(todo, runner.workers, options.partition_size, weights)])
             stage.seconds = time.perf_counter() - t0
             report.stages.append(stage)

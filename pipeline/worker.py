@@ -41,11 +41,13 @@ def _short(exc: BaseException) -> str:
 
 
 def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
-                    keys: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+                    keys: Sequence[str], texts: Sequence[str], device: str = "auto") -> dict[str, Any]:
+    """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
+    worker's GPU if it has one)."""
     from pipeline.parsers import get_parser
 
     _set_up_process()
-    parser = get_parser(parser_spec)
+    parser = get_parser(parser_spec, device)
     try:
         parses: list[Parse | None] = list(parser.parse(texts))
         failures: list[tuple[str, str]] = []

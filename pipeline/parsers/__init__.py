@@ -58,8 +58,12 @@ def worker_environment(spec: str = "biaffine") -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def get_parser(spec: str = "biaffine") -> DependencyParser:
-    """The parser named by ``spec`` (see module docstring), loaded once per process."""
+def get_parser(spec: str = "biaffine", device: str = "auto") -> DependencyParser:
+    """The parser named by ``spec`` (see module docstring), loaded once per process and device.
+
+    ``device`` ("auto": CUDA where torch sees a GPU, "cpu", "cuda") is where the biaffine model
+    runs; spaCy always runs on the CPU. It does not change the fingerprint.
+    """
     name, _, arg = spec.partition(":")
     if name == "spacy":
         if arg:
@@ -72,6 +76,6 @@ def get_parser(spec: str = "biaffine") -> DependencyParser:
     if name == "biaffine":
         from pipeline.parsers.biaffine import BiaffineParser
 
-        return BiaffineParser(arg or None)
+        return BiaffineParser(arg or None, device=device)
     raise ResourceError(f"unknown parser {spec!r}; choose one of {', '.join(BACKENDS)} "
                         "(or biaffine:<model dir, supar file or supar model name>, spacy:<spaCy package>)")
