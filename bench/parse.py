@@ -8,11 +8,12 @@ against supar's on UD EWT test, and texts/s of the `biaffine` and `spacy` backen
 
 1. **Model time per core** (words -> trees, one torch thread, this process): the same sentences
    through supar's own forward + decode (`old`: `BiaffineModel.predict_supar`, the path every
-   build took before) and through the fast path (`new`: `BiaffineModel.predict`), interleaved
-   round by round (the order alternates) so both see the same machine load. Corpora: the
+   build took before) and through the fast path (`new`: `BiaffineModel.predict`). Corpora: the
    unique SNLI texts of ``--snli`` (at most ``--n``) split into words and sentences by the
-   biaffine backend's spaCy annotator, and the gold words of UD EWT test. Reported: words/s of
-   each (median over rounds) and the median of the per-round ratios new/old.
+   biaffine backend's spaCy annotator, and the gold words of UD EWT test. The paths alternate
+   every ``--model-chunk`` sentences (one model call each), so a change of machine load hits
+   both alike. Reported: words/s of each (median over rounds) and the median of the
+   per-round ratios new/old, by wall and by CPU time.
 2. **Exactness** on every sentence of UD EWT test (gold words): heads and relations of `new`
    against `old`, word by word (expected: 0 and 0), and UAS/LAS of both (punctuation excluded,
    full labels: the numbers `prior parser eval` prints).
@@ -77,21 +78,29 @@ def diff_counts(a: Trees, b: Trees) -> dict[str, int]:
     return {"differing_heads": heads, "differing_relations": rels, "differing_sentences": sentences}
 
 
-def interleaved(paths: dict[str, Any], sentences: list[list[str]], rounds: int) -> dict[str, Any]:
-    """Each path over all ``sentences`` per round, alternating the order; words/s per path (median
-    wall and CPU time) and the median per-round ratio of each path to the first."""
+def interleaved(paths: dict[str, Any], sentences: list[list[str]], rounds: int, chunk: int) -> dict[str, Any]:
+    """Each path over all ``sentences`` per round, interleaved chunk by chunk (``chunk``
+    sentences, one model call each; the order of the paths alternates per chunk) so that all
+    paths see the same machine load. Words/s per path (median round; wall and CPU time) and the
+    median per-round ratio of each path's time to the first path's."""
     words = sum(map(len, sentences))
     names = list(paths)
+    chunks = [sentences[i:i + chunk] for i in range(0, len(sentences), chunk)]
     wall: dict[str, list[float]] = {k: [] for k in names}
     cpu: dict[str, list[float]] = {k: [] for k in names}
     for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            t0, c0 = time.perf_counter(), time.process_time()
-            paths[name](sentences)
-            wall[name].append(time.perf_counter() - t0)
-            cpu[name].append(time.process_time() - c0)
+        w, c = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+        for i, part in enumerate(chunks):
+            for name in (names if (r + i) % 2 == 0 else names[::-1]):
+                t0, c0 = time.perf_counter(), time.process_time()
+                paths[name](part)
+                w[name] += time.perf_counter() - t0
+                c[name] += time.process_time() - c0
+        for name in names:
+            wall[name].append(w[name])
+            cpu[name].append(c[name])
     base = names[0]
-    out: dict[str, Any] = {"sentences": len(sentences), "words": words, "rounds": rounds,
+    out: dict[str, Any] = {"sentences": len(sentences), "words": words, "rounds": rounds, "chunk": chunk,
                            "load_avg": round(os.getloadavg()[0], 2)}
     for name in names:
         out[name] = {"words_per_s": round(words / statistics.median(wall[name]), 1),
@@ -134,7 +143,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
         q.fast = quantize_dynamic_int8(q.fast)
         paths["int8"] = q.predict
     for name, sentences in corpora.items():
-        out["speed"][name] = interleaved(paths, sentences, args.rounds)
+        out["speed"][name] = interleaved(paths, sentences, args.rounds, args.model_chunk)
         row = out["speed"][name]
         print(f"model {name:8s} {row['sentences']} sentences {row['words']} words: old {row['old']['words_per_s']:.0f} "
               f"new {row['new']['words_per_s']:.0f} words/s per core; new/old {row['new']['speedup_over_old']}x wall "
@@ -156,7 +165,8 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
     if torch.cuda.is_available():
         cuda = BiaffineModel(loaded, device="cuda")
         cuda.predict(corpora["snli"][:20])
-        out["cuda"] = {name: interleaved({"cuda": cuda.predict}, s, args.rounds)["cuda"] for name, s in corpora.items()}
+        out["cuda"] = {name: interleaved({"cuda": cuda.predict}, s, args.rounds, args.model_chunk)["cuda"]
+                       for name, s in corpora.items()}
         out["cuda"]["exactness_ewt_test"] = diff_counts(old, cuda.predict(corpora["ewt-test"]))
         print(f"cuda ({torch.cuda.get_device_name()}): " + ", ".join(
             f"{k} {v['words_per_s']:.0f} words/s" for k, v in out["cuda"].items() if "words_per_s" in v)
@@ -216,6 +226,8 @@ def main() -> None:
     ap.add_argument("--ewt-limit", type=int, default=None, help="Only the first N EWT test sentences (smoke tests).")
     ap.add_argument("--n", type=int, default=5000, help="At most this many SNLI texts.")
     ap.add_argument("--rounds", type=int, default=5, help="Interleaved rounds of the model comparison.")
+    ap.add_argument("--model-chunk", type=int, default=500, help="Sentences per model call in the comparison "
+                                                                 "(the paths alternate chunk by chunk).")
     ap.add_argument("--int8", action="store_true", help="Add the opt-in int8 row (speed, UAS/LAS).")
     ap.add_argument("--skip-model", action="store_true")
     ap.add_argument("--skip-backends", action="store_true")

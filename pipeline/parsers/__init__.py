@@ -57,13 +57,17 @@ def worker_environment(spec: str = "biaffine") -> dict[str, str]:
     return {} if needs_torch(package) else {WITHOUT_TORCH_ENV: "1"}
 
 
-@functools.lru_cache(maxsize=8)
 def get_parser(spec: str = "biaffine", device: str = "auto") -> DependencyParser:
     """The parser named by ``spec`` (see module docstring), loaded once per process and device.
 
     ``device`` ("auto": CUDA where torch sees a GPU, "cpu", "cuda") is where the biaffine model
     runs; spaCy always runs on the CPU. It does not change the fingerprint.
     """
+    return _load_parser(spec, device)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_parser(spec: str, device: str) -> DependencyParser:
     name, _, arg = spec.partition(":")
     if name == "spacy":
         if arg:

@@ -114,6 +114,25 @@ def fused_lstm(encoder: nn.Module) -> nn.LSTM:
     return lstm.eval()
 
 
+class UniqueWordsCharLSTM(nn.Module):
+    """supar's ``CharLSTM`` run once per distinct word of a batch instead of once per position.
+
+    A word's character features depend on its characters only, and words repeat (function
+    words, punctuation, the root token): the batch's (B, n, fix) character rows are reduced to
+    their distinct rows, encoded, and spread back. Rows of padding (no characters) come out as
+    zeros, as in supar.
+    """
+
+    def __init__(self, char_lstm: nn.Module) -> None:
+        super().__init__()
+        self.char_lstm = char_lstm
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:  # (B, n, fix) -> (B, n, n_out)
+        rows, inverse = torch.unique(chars.view(-1, chars.shape[-1]), dim=0, return_inverse=True)  # (U, fix)
+        encoded = self.char_lstm(rows.unsqueeze(0)).squeeze(0)  # (U, n_out)
+        return encoded[inverse].view(*chars.shape[:2], -1)
+
+
 def greedy_is_tree(heads: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
     """Per sentence, whether ``heads`` (B, n+1; position 0 is the root token, heads of words
     1..len) form a single-rooted tree: supar's ``CoNLL.istree(proj=False, multiroot=False)``.
@@ -171,6 +190,8 @@ class FastBiaffine(nn.Module):
             raise ResourceError("the fast biaffine path supports supar's LSTM encoder only")
         self.model = copy.deepcopy(model).float().eval()
         self.model.encoder = fused_lstm(model.encoder)  # same interface: packed in, (packed, state) out
+        if hasattr(self.model, "char_embed"):
+            self.model.char_embed = UniqueWordsCharLSTM(self.model.char_embed)
         self.pad_index = int(model.args.pad_index)
         self.to(resolve_device(device))
 
@@ -247,5 +268,6 @@ def quantize_dynamic_int8(fast: FastBiaffine) -> FastBiaffine:
     with warnings.catch_warnings():  # torch.ao.quantization announces its own deprecation
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
         out.model = quantize_dynamic(out.model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
     return out
