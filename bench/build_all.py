@@ -40,6 +40,7 @@ SHARED = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from build import stage_rates  # noqa: E402  (bench/build.py)
+from results import write_json  # noqa: E402  (bench/results.py)
 
 
 def held_splits(data_dir: Path) -> dict[str, dict[str, int]]:
@@ -188,10 +189,7 @@ def main() -> None:
                 for k in ("ms_per_pair_end_to_end", "ms_per_pair_builds")}
     print(json.dumps({k: results.get(k) for k in ("scaling_all_2_over_1", "machine_ceiling", "scaling_over_ceiling",
                                                   "per_pair_cost_all_over_subset")}))
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"build-all-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_json(args.out, "build-all", results)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from results import write_json  # bench/results.py (this script's folder is on sys.path)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 _PARSER = None
@@ -243,10 +245,7 @@ def main() -> None:
         results["model"] = model_section(args)
     if not args.skip_backends:
         results["backends"] = backends_section(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"parse-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_json(args.out, "parse", results)
 
 
 if __name__ == "__main__":

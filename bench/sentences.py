@@ -30,6 +30,8 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from results import write_json  # bench/results.py (this script's folder is on sys.path)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 FIELDS = ("words", "tags", "upos", "lemmas", "ents")
@@ -148,10 +150,7 @@ def main() -> None:
              "senter_s": round(sum(r["seconds"]["senter"] for r in rows), 2)}
     results["total"] = total
     print(json.dumps(total))
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"sentences-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_json(args.out, "sentences", results)
 
 
 if __name__ == "__main__":

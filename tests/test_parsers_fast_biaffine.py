@@ -128,3 +128,27 @@ def test_parsers_fast_biaffine_int8_is_a_separate_opt_in(model: BiaffineModel,
     lens = words.ne(model.vocab.word_pad).sum(1) - 1
     assert greedy_is_tree(heads, lens).all()
     assert rels.shape == heads.shape
+
+
+def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None:
+    """`prior build --parse-device` reaches the parse stage and leaves the parse id alone."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from featurestore import keys
+
+    def build(device: str) -> str:
+        result = CliRunner().invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
+                                          "--limit", "3", "--workers", "0", "--store", str(tmp_path / "s"),
+                                          "--parse-device", device])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    first = build("cpu")
+    parse_id = keys.parse_id(fingerprint_of("biaffine"))
+    assert f"(parse {parse_id[:12]})" in first
+    again = build("auto")  # the same parse id whatever the device: nothing is parsed again
+    assert f"(parse {parse_id[:12]})" in again
+    assert any(line.split()[:4] == ["parse", "5", "0", "5"] for line in again.splitlines()), again
+    bad = CliRunner().invoke(app, ["build", "--dataset", "snli", "--parse-device", "tpu"])
+    assert bad.exit_code == 2 and "tpu" in bad.output
