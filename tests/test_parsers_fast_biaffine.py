@@ -152,3 +152,17 @@ def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None
     assert any(line.split()[:4] == ["parse", "5", "0", "5"] for line in again.splitlines()), again
     bad = CliRunner().invoke(app, ["build", "--dataset", "snli", "--parse-device", "tpu"])
     assert bad.exit_code == 2 and "tpu" in bad.output
+
+
+def test_parsers_fast_biaffine_cuda_runs_in_ieee_float32_and_restores_settings() -> None:
+    """The CUDA forward pass switches TF32 off for matmul and cuDNN's LSTM (torch 2.13 runs cuDNN
+    RNNs in TF32 by default) through the fp32_precision settings alone; the CPU path leaves them."""
+    from pipeline.parsers.fast_biaffine import _ieee_float32
+
+    settings = (torch.backends.cuda.matmul, torch.backends.cudnn.rnn)
+    before = [s.fp32_precision for s in settings]
+    with _ieee_float32(torch.device("cpu")):
+        assert [s.fp32_precision for s in settings] == before
+    with _ieee_float32(torch.device("cuda")):  # flags only: no GPU needed
+        assert [s.fp32_precision for s in settings] == ["ieee", "ieee"]
+    assert [s.fp32_precision for s in settings] == before

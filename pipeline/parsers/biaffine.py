@@ -89,7 +89,8 @@ class BiaffineModel:
     """Predict heads and relations for pre-tokenized sentences, batched.
 
     :meth:`predict` runs the fast path (:mod:`.fast_biaffine`: fused LSTM, relation scores for
-    the chosen heads only) on ``device`` ("auto": CUDA where present); :meth:`predict_supar`
+    the chosen heads only) on ``device`` ("cpu" by default; "auto": CUDA where present, as the
+    parser backend asks); :meth:`predict_supar`
     runs supar's own forward + decode on the CPU, the reference the fast path must equal.
     Both sort sentences by length and batch at most ``batch_tokens`` positions.
     """

@@ -10,7 +10,8 @@ own ``forward`` + ``decode(tree=True, proj=False)``, and why the trees stay the 
   same weights (:func:`fused_lstm`); supar's own ``Model.encode`` (embeddings, char LSTM,
   packing) runs around it unchanged. The recurrences are the same; the fused LSTM multiplies
   the inputs of all steps in one matrix product, so hidden states differ from supar's in the
-  last bits (~1e-7). The CharLSTM is already a fused ``nn.LSTM`` in supar and is kept.
+  last bits (~1e-7). supar's CharLSTM (already a fused ``nn.LSTM``) runs once per distinct
+  word of a batch (:class:`UniqueWordsCharLSTM`; bit-identical features, half its time).
 - **Arc scores**: supar's arc MLPs and biaffine layer, unchanged.
 - **Tree decoding**: supar's: greedy heads, and Chu-Liu-Edmonds with the single-root search
   (``MatrixTree(...).argmax``) for the sentences whose greedy heads are not a tree. Which
@@ -27,8 +28,8 @@ UD EWT test file (heads and relations, word by word). Floating-point near-ties c
 principle flip an argmax; none does on those files.
 
 Devices: the copy may live on CUDA (``device``). Scores stay float32 with TF32 switched off
-inside the forward pass (cuDNN and matmul), so a GPU computes what the CPU computes up to
-float32 rounding; the tree search runs on the CPU as in supar. The device is not part of a
+inside the forward pass (matrix products and cuDNN's LSTM), so a GPU computes what the CPU
+computes up to float32 rounding; the tree search runs on the CPU as in supar. The device is not part of a
 parse's fingerprint (like batch sizes, it does not change results beyond float rounding).
 
 Opt-in, not exact: :func:`quantize_dynamic_int8` (int8 weights for the LSTMs and linear layers,
@@ -168,17 +169,21 @@ def decode_heads(s_arc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def _ieee_float32(device: torch.device) -> Iterator[None]:
-    """float32 matrix products and cuDNN RNNs in IEEE float32 (no TF32) on CUDA; a no-op on CPU."""
+    """On CUDA, float32 matrix products and cuDNN RNNs in IEEE float32 within the block (cuDNN's
+    RNNs default to TF32 in torch 2.13); a no-op on the CPU. Uses torch's ``fp32_precision``
+    settings only: mixing them with the legacy ``allow_tf32`` flags is an error in torch."""
     if device.type != "cuda":
         yield
         return
-    matmul = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
+    settings = (torch.backends.cuda.matmul, torch.backends.cudnn.rnn)
+    before = [s.fp32_precision for s in settings]
+    for s in settings:
+        s.fp32_precision = "ieee"
     try:
-        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-            yield
+        yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = matmul
+        for s, value in zip(settings, before):
+            s.fp32_precision = value
 
 
 class FastBiaffine(nn.Module):
@@ -218,7 +223,7 @@ class FastBiaffine(nn.Module):
         supar's ``Biaffine`` (bias on both sides) contracts ``'bxi,oij,byj->boxy'``, dependent
         and weight first; this does that first contraction for the words only, then takes one
         head per word. In chunks of :data:`REL_CHUNK` words: the (words, labels, d+1)
-        intermediate then stays in the CPU's cache (4x less time than all at once).
+        intermediate then stays in the CPU's cache (2-2.5x less time than all at once).
         """
         attn = self.model.rel_attn
         n_rels, d = attn.weight.shape[0], attn.weight.shape[2]
