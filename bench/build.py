@@ -1,21 +1,28 @@
-"""Benchmark of `prior build` (not a test): throughput per stage, worker scaling, no-op rebuild,
-bytes on disk per pair per feature.
+"""Benchmark of `prior build` (not a test): the default path (biaffine parser, features
+dep,sdoi,wup) and the spaCy parser as a second row; throughput per stage, worker scaling, no-op
+rebuild, bytes on disk per pair per feature.
 
-    PRIOR_DATA_DIR=../shared/data python bench/build.py                # SNLI + MRPC, 1 and 2 workers
-    python bench/build.py --datasets snli,sick --warm                  # + all of SICK, + warm cluster
+    PRIOR_DATA_DIR=../shared/data python bench/build.py                # SNLI 2,000 + all SICK, 1 and 2 workers
+    python bench/build.py --parsers biaffine --datasets sick --warm    # + warm-cluster runs
     python bench/build.py --datasets mrpc --pairs 500 --workers 2      # quicker look
 
 SNLI: the first ``pairs/2`` pairs of the dev and test copies in ../shared/data (2,000 pairs by
 default); MRPC: the first ``pairs`` pairs of train; SICK: all 9,927 pairs (start-up costs
-amortised). ``--warm`` adds each build on an already running cluster whose workers have
-loaded their models (`warm_runs`). Each run builds into a fresh store, so
-parsing is included; ``end-to-end`` is pairs / wall time of the whole build including the Dask
-cluster's start, ``processing`` excludes the start-up (read + parse + features). Results go to
-bench/out/build-<date>.json and are printed as a table. ``--repeat N`` runs each configuration
-N times and keeps the run of median wall time (all walls are recorded): these 2-core machines
-are shared and noisy. WordNet's hierarchy table (`pipeline/resources/wn_hierarchy.py`) is a
-one-time cost per machine, like installing WordNet: its build time is reported on its own and
-the table exists before the first run.
+amortised). Each run is a cold build into a fresh store (Dask cluster started by the build,
+models loaded by its workers), so parsing is included; ``end-to-end`` is pairs / wall time of
+the whole build including the cluster's start, ``processing`` excludes the start-up (read +
+parse + features). Each stage (parse, tfidf, dep, sdoi, wup) reports items/s, so the next
+bottleneck is visible (feature stages run side by side: each is timed from the same start).
+``--warm`` adds each build on an already running cluster whose workers have loaded their
+models (`warm_runs`). The no-op rebuild reruns the build through the CLI as a user would (the
+default parser and device for the biaffine rows). Where torch sees a CUDA GPU the biaffine rows
+run once per ``--parse-devices`` entry (default: cpu and cuda). ``--repeat N`` runs each
+configuration N times and keeps the run of median wall time (all walls are recorded): these
+2-core machines are shared and noisy. WordNet's hierarchy table
+(`pipeline/resources/wn_hierarchy.py`) is a one-time cost per machine, like installing
+WordNet: its build time is reported on its own and the table exists before the first run.
+Results go to bench/out/build-<date>.json and are printed as a table. The all-datasets scaling
+run is bench/build_all.py.
 """
 
 from __future__ import annotations
@@ -37,24 +44,33 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 
 
+def stage_rates(report: object) -> tuple[dict, float]:
+    """Per stage: seconds, items computed and items/s; and the processing span (read + parse +
+    features, without the cluster's start). Feature stages overlap (their partitions run
+    together), each timed from the same start: their span is the longest of them, not their sum."""
+    stages = {s.name.removeprefix("feature "): {"seconds": round(s.seconds, 3), "computed": s.computed,
+                                                "per_s": round(s.computed / s.seconds, 1) if s.seconds and s.computed
+                                                else None}
+              for s in report.stages}  # type: ignore[attr-defined]
+    processing = (sum(s.seconds for s in report.stages if not s.name.startswith("feature "))  # type: ignore[attr-defined]
+                  + max((s.seconds for s in report.stages if s.name.startswith("feature ")),  # type: ignore[attr-defined]
+                        default=0.0))
+    return stages, processing
+
+
 def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
-              parser: str, store: Path, scheduler: str | None = None) -> dict:
+              parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto") -> dict:
     from pipeline.build import BuildOptions, build
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     report = build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
-                                limit=limit, workers=workers, scheduler=scheduler, progress=False))
+                                limit=limit, workers=workers, scheduler=scheduler, progress=False,
+                                parse_device=parse_device))
     wall, driver_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     pairs = sum(s.pairs for s in report.splits)
-    stages = {s.name: {"seconds": round(s.seconds, 3), "computed": s.computed,
-                       "per_s": round(s.computed / s.seconds, 1) if s.seconds and s.computed else None}
-              for s in report.stages}
-    # feature stages overlap (their partitions run together), each timed from the same start:
-    # their span is the longest of them, not their sum
-    processing = (sum(s.seconds for s in report.stages if not s.name.startswith("feature "))
-                  + max((s.seconds for s in report.stages if s.name.startswith("feature ")), default=0.0))
-    return {"dataset": dataset, "workers": workers, "cluster": "warm" if scheduler else "cold",
-            "pairs": pairs, "wall_s": round(wall, 2),
+    stages, processing = stage_rates(report)
+    return {"dataset": dataset, "parser": parser, "parse_device": parse_device if parser.startswith("biaffine") else "-",
+            "workers": workers, "cluster": "warm" if scheduler else "cold", "pairs": pairs, "wall_s": round(wall, 2),
             # CPU of this process: driver, client and (local cluster) the Dask scheduler, which
             # share the machine's cores with the workers
             "driver_cpu_s": round(driver_cpu, 2),
@@ -64,9 +80,13 @@ def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
 
 def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | None, features: tuple[str, ...], parser: str,
                          store: Path, repeats: int = 3) -> dict:
-    """Wall time of rerunning the same build through the CLI (what a user waits for)."""
+    """Wall time of rerunning the same build through the CLI (what a user waits for); the
+    default parser is left to the CLI's default, as a user types it."""
+    from pipeline.build import DEFAULT_PARSER
+
     cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
-           "--features", ",".join(features), "--parser", parser, "--store", str(store),
+           "--features", ",".join(features), "--store", str(store),
+           *(["--parser", parser] if parser != DEFAULT_PARSER else []),
            *(["--limit", str(limit)] if limit is not None else [])]
     times = []
     for _ in range(repeats):
@@ -82,7 +102,7 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
 
 
 def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
-              parser: str, root: Path) -> dict:
+              parser: str, root: Path, parse_device: str = "auto") -> dict:
     """The same build on a cluster that already runs (``prior build --scheduler``), as for a
     user who keeps a cluster up between builds: workers started, and their models loaded by an
     earlier build of other data (100 MRPC pairs; SICK pairs when measuring MRPC). Measures the
@@ -102,9 +122,9 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
                          silence_logs=logging.ERROR) as cluster, Client(cluster):
         other, other_splits = ("mrpc", ("train",)) if dataset != "mrpc" else ("sick", ("trial",))
         run_build(other, other_splits, 100, workers, features, parser, root / f"warmup-{workers}",
-                  scheduler=cluster.scheduler_address)
+                  scheduler=cluster.scheduler_address, parse_device=parse_device)
         return run_build(dataset, splits, limit, workers, features, parser, root / f"{dataset}-{workers}-warm",
-                         scheduler=cluster.scheduler_address)
+                         scheduler=cluster.scheduler_address, parse_device=parse_device)
 
 
 def median_run(repeat: int, run: Callable[[int], dict]) -> dict:
@@ -152,13 +172,39 @@ def store_write_rate(store_dir: Path, feature: str) -> dict:
     return {"items": len(items), "seconds": round(seconds, 3), "items_per_s": round(len(items) / seconds, 1)}
 
 
+def parse_devices(wanted: str | None) -> list[str]:
+    """``--parse-devices``, else cpu, plus cuda where torch sees a GPU."""
+    if wanted:
+        return wanted.split(",")
+    import torch
+
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+STAGES = ("parse", "tfidf", "dep", "sdoi", "wup", "emb")
+
+
+def print_table(runs: list[dict]) -> None:
+    stages = [s for s in STAGES if any(s in r["stages"] for r in runs)]
+    head = (f"{'parser':<9} {'device':<6} {'dataset':<7} {'workers':>7} {'cluster':<5} {'pairs':>6} {'wall s':>7} "
+            f"{'pairs/s':>8} {'proc/s':>7}  " + " ".join(f"{s + '/s':>8}" for s in stages))
+    print(head)
+    for r in runs:
+        rates = " ".join(f"{(r['stages'].get(s) or {}).get('per_s') or '-':>8}" for s in stages)
+        print(f"{r['parser']:<9} {r['parse_device']:<6} {r['dataset']:<7} {r['workers']:>7} {r['cluster']:<5} "
+              f"{r['pairs']:>6} {r['wall_s']:>7} {r['end_to_end_pairs_per_s']:>8} {r['processing_pairs_per_s']:>7}  "
+              + rates)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--datasets", default="snli,mrpc")
+    ap.add_argument("--datasets", default="snli,sick")
     ap.add_argument("--pairs", type=int, default=2000)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--features", default="sdoi,wup")
-    ap.add_argument("--parser", default="spacy")
+    ap.add_argument("--features", default="dep,sdoi,wup")
+    ap.add_argument("--parsers", default="biaffine,spacy", help="One table row per parser (default first).")
+    ap.add_argument("--parse-devices", default=None, help="Devices of the biaffine rows (default: cpu, and cuda "
+                                                          "where torch sees a GPU).")
     ap.add_argument("--warm", action="store_true", help="Also run each build on an already running cluster.")
     ap.add_argument("--repeat", type=int, default=1, help="Runs per configuration; the median wall is kept.")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
@@ -170,48 +216,61 @@ def main() -> None:
     # sick: the whole dataset (9,927 pairs, 3 splits): start-up costs amortised
     plans = {"snli": (("dev", "test"), args.pairs // 2), "mrpc": (("train",), args.pairs),
              "sick": (("train", "trial", "test"), None)}
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "parser": args.parser,
-               "features": features, "cpu_count": os.cpu_count(), "runs": [], "noop": {}, "bytes_per_pair": {},
-               "store_write": {}, "repeat": args.repeat, "wordnet_table": wordnet_table_seconds()}
+    devices = parse_devices(args.parse_devices)
+    configs = [(parser, device) for parser in args.parsers.split(",")
+               for device in (devices if parser.startswith("biaffine") else ["-"])]
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "parsers": args.parsers,
+               "features": features, "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2),
+               "runs": [], "noop": {}, "bytes_per_pair": {}, "store_write": {}, "repeat": args.repeat,
+               "wordnet_table": wordnet_table_seconds()}
     print(json.dumps({"wordnet_table": results["wordnet_table"]}), flush=True)
     root = Path(tempfile.mkdtemp(prefix="prior-bench-"))
     try:
-        for dataset in args.datasets.split(","):
-            splits, limit = plans[dataset]
-            for workers in args.workers:
-                def cold(i: int, workers: int = workers) -> dict:
-                    target = root / f"{dataset}-{workers}-{i}"
-                    shutil.rmtree(target, ignore_errors=True)
-                    return run_build(dataset, splits, limit, workers, features, args.parser, target)
+        for parser, device in configs:
+            label = f"{parser}@{device}" if device != "-" else parser
+            for dataset in args.datasets.split(","):
+                splits, limit = plans[dataset]
+                for workers in args.workers:
+                    def cold(i: int, workers: int = workers) -> dict:
+                        target = root / f"{label}-{dataset}-{workers}-{i}"
+                        shutil.rmtree(target, ignore_errors=True)
+                        return run_build(dataset, splits, limit, workers, features, parser, target,
+                                         parse_device=device if device != "-" else "auto")
 
-                run = median_run(args.repeat, cold)
-                store = root / f"{dataset}-{workers}-0"  # for the no-op rebuild and sizes below
-                results["runs"].append(run)
-                print(json.dumps(run), flush=True)
-                if args.warm:
-                    warm = median_run(args.repeat, lambda i, workers=workers: warm_runs(
-                        dataset, splits, limit, workers, features, args.parser, root / f"warm-{i}"))
-                    results["runs"].append(warm)
-                    print(json.dumps(warm), flush=True)
-            results["noop"][dataset] = noop_rebuild_seconds(dataset, splits, limit, features, args.parser, store)
-            results["bytes_per_pair"][dataset] = bytes_per_pair(store, run["pairs"])
-            results["store_write"][dataset] = {f: store_write_rate(store, f) for f in features}
-            print(json.dumps({dataset: {"noop": results["noop"][dataset],
-                                        "bytes_per_pair": results["bytes_per_pair"][dataset],
-                                        "store_write": results["store_write"][dataset]}}), flush=True)
+                    run = median_run(args.repeat, cold)
+                    store = root / f"{label}-{dataset}-{workers}-0"  # for the no-op rebuild and sizes below
+                    results["runs"].append(run)
+                    print(json.dumps(run), flush=True)
+                    if args.warm:
+                        warm = median_run(args.repeat, lambda i, workers=workers: warm_runs(
+                            dataset, splits, limit, workers, features, parser, root / f"warm-{label}-{i}",
+                            parse_device=device if device != "-" else "auto"))
+                        results["runs"].append(warm)
+                        print(json.dumps(warm), flush=True)
+                if device in ("-", devices[0]):  # once per parser: the CLI's default device
+                    results["noop"][f"{parser} {dataset}"] = noop_rebuild_seconds(dataset, splits, limit, features,
+                                                                                  parser, store)
+                    results["bytes_per_pair"][f"{parser} {dataset}"] = bytes_per_pair(store, run["pairs"])
+                    results["store_write"][f"{parser} {dataset}"] = {f: store_write_rate(store, f)
+                                                                     for f in features}
+                    print(json.dumps({f"{parser} {dataset}": {
+                        "noop": results["noop"][f"{parser} {dataset}"],
+                        "bytes_per_pair": results["bytes_per_pair"][f"{parser} {dataset}"]}}), flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    for dataset in args.datasets.split(","):
-        for cluster in ("cold", "warm"):
-            runs = {r["workers"]: r for r in results["runs"] if r["dataset"] == dataset and r["cluster"] == cluster}
-            if 1 in runs and 2 in runs:
-                results.setdefault("scaling_2_over_1", {})[f"{dataset} {cluster}"] = {
-                    "end_to_end": round(runs[2]["end_to_end_pairs_per_s"] / runs[1]["end_to_end_pairs_per_s"], 2),
-                    "processing": round(runs[2]["processing_pairs_per_s"] / runs[1]["processing_pairs_per_s"], 2)}
+    for r1 in results["runs"]:
+        for r2 in results["runs"]:
+            if (r1["workers"], r2["workers"]) == (1, 2) and all(
+                    r1[k] == r2[k] for k in ("parser", "parse_device", "dataset", "cluster")):
+                results.setdefault("scaling_2_over_1", {})[
+                    f"{r1['parser']} {r1['parse_device']} {r1['dataset']} {r1['cluster']}"] = {
+                    "end_to_end": round(r2["end_to_end_pairs_per_s"] / r1["end_to_end_pairs_per_s"], 2),
+                    "processing": round(r2["processing_pairs_per_s"] / r1["processing_pairs_per_s"], 2)}
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"build-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(results, indent=1))
-    print(json.dumps(results.get("scaling_2_over_1", {})))
+    print_table(results["runs"])
+    print(json.dumps({"scaling_2_over_1": results.get("scaling_2_over_1", {}), "noop": results["noop"]}))
     print(f"wrote {out}")
 
 

@@ -1,14 +1,32 @@
-"""Parsing speed: sentences/s of the `spacy` and `biaffine` backends with 1 and 2 worker processes.
+"""Parsing speed and exactness: the biaffine model's own time (old path vs fast path), its trees
+against supar's on UD EWT test, and texts/s of the `biaffine` and `spacy` backends.
 
-Sentences: the unique premises and hypotheses of the SNLI files in ``$PRIOR_DATA_DIR/snli`` (or
-``--snli DIR``), in order of first appearance, at most ``--n`` (5,000). Each worker process loads
-its parser once (one model per worker, torch limited to 1 thread) and parses a warm-up batch
-before the clock starts; timed is the parsing of all sentences in chunks of ``--chunk``.
+    PRIOR_DATA_DIR=../shared/data python bench/parse.py                # everything below
+    python bench/parse.py --skip-backends --rounds 3                   # the model only
+    python bench/parse.py --int8                                       # + the int8 opt-in row
+    python bench/parse.py --n 200 --ewt-limit 100 --rounds 1 --workers 1   # a smoke test
 
-    nice -n 10 .venv/bin/python bench/parse.py --snli ../shared/data/snli
+1. **Model time per core** (words -> trees, one torch thread, this process): the same sentences
+   through supar's own forward + decode (`old`: `BiaffineModel.predict_supar`, the path every
+   build took before) and through the fast path (`new`: `BiaffineModel.predict`). Corpora: the
+   unique SNLI texts of ``--snli`` (at most ``--n``) split into words and sentences by the
+   biaffine backend's spaCy annotator, and the gold words of UD EWT test. The paths alternate
+   every ``--model-chunk`` sentences (one model call each), so a change of machine load hits
+   both alike. Reported: words/s of each (median over rounds) and the median of the
+   per-round ratios new/old, by wall and by CPU time.
+2. **Exactness** on every sentence of UD EWT test (gold words): heads and relations of `new`
+   against `old`, word by word (expected: 0 and 0), and UAS/LAS of both (punctuation excluded,
+   full labels: the numbers `prior parser eval` prints).
+3. ``--int8``: the opt-in int8 dynamic quantization (CPU): its speed against `new` and its
+   UAS/LAS; it is not exact and never the default.
+4. **CUDA** where torch sees a GPU: the fast path on it (words/s, and exactness against `old`
+   on the CPU).
+5. **Backends** (``--backends``, default `biaffine,spacy`): texts/s of ``parser.parse`` (spaCy
+   annotation + heads) with 1 and 2 worker processes, each worker with one torch thread and
+   its parser loaded before the clock starts.
 
-Prints one line per (backend, workers) and writes bench/out/parse.json. The machine is shared:
-repeat (``--repeats``) and read the median.
+Writes bench/out/parse-<date>.json. The machine may be shared: ratios measured interleaved are
+meaningful under load, absolute rates are not.
 """
 
 from __future__ import annotations
@@ -19,13 +37,21 @@ import os
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
+from results import write_json  # bench/results.py (this script's folder is on sys.path)
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
 _PARSER = None
+Trees = list[tuple[list[int], list[str]]]
 
 
 def snli_sentences(folder: Path, n: int) -> list[str]:
+    """Unique SNLI premises and hypotheses of ``folder``'s jsonl files, in order, at most ``n``."""
     seen: dict[str, None] = {}
     for path in sorted(folder.glob("*.jsonl")):
         with path.open(encoding="utf-8") as handle:
@@ -36,6 +62,118 @@ def snli_sentences(folder: Path, n: int) -> list[str]:
                     if text:
                         seen.setdefault(text, None)
     return list(seen)[:n]
+
+
+def snli_words(texts: list[str]) -> list[list[str]]:
+    """The sentences (as words) the biaffine backend gives its model for ``texts``."""
+    from pipeline.parsers.biaffine import SENTENCES
+    from pipeline.parsers.spacy_backend import shared_annotator
+
+    docs = shared_annotator(sentences=SENTENCES).docs(texts)
+    return [[t.text for t in s] for doc in docs for s in doc.sents]
+
+
+def diff_counts(a: Trees, b: Trees) -> dict[str, int]:
+    heads = sum(x != y for (ha, _), (hb, _) in zip(a, b) for x, y in zip(ha, hb))
+    rels = sum(x != y for (_, ra), (_, rb) in zip(a, b) for x, y in zip(ra, rb))
+    sentences = sum(ta != tb for ta, tb in zip(a, b))
+    return {"differing_heads": heads, "differing_relations": rels, "differing_sentences": sentences}
+
+
+def interleaved(paths: dict[str, Any], sentences: list[list[str]], rounds: int, chunk: int) -> dict[str, Any]:
+    """Each path over all ``sentences`` per round, interleaved chunk by chunk (``chunk``
+    sentences, one model call each; the order of the paths alternates per chunk) so that all
+    paths see the same machine load. Words/s per path (median round; wall and CPU time) and the
+    median per-round ratio of each path's time to the first path's."""
+    words = sum(map(len, sentences))
+    names = list(paths)
+    chunks = [sentences[i:i + chunk] for i in range(0, len(sentences), chunk)]
+    wall: dict[str, list[float]] = {k: [] for k in names}
+    cpu: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        w, c = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+        for i, part in enumerate(chunks):
+            for name in (names if (r + i) % 2 == 0 else names[::-1]):
+                t0, c0 = time.perf_counter(), time.process_time()
+                paths[name](part)
+                w[name] += time.perf_counter() - t0
+                c[name] += time.process_time() - c0
+        for name in names:
+            wall[name].append(w[name])
+            cpu[name].append(c[name])
+    base = names[0]
+    out: dict[str, Any] = {"sentences": len(sentences), "words": words, "rounds": rounds, "chunk": chunk,
+                           "load_avg": round(os.getloadavg()[0], 2)}
+    for name in names:
+        out[name] = {"words_per_s": round(words / statistics.median(wall[name]), 1),
+                     "words_per_cpu_s": round(words / statistics.median(cpu[name]), 1),
+                     "wall_s": [round(x, 3) for x in wall[name]]}
+        if name != base:
+            out[name]["speedup_over_" + base] = round(statistics.median(
+                [b / a for a, b in zip(wall[name], wall[base])]), 2)
+            out[name]["cpu_speedup_over_" + base] = round(statistics.median(
+                [b / a for a, b in zip(cpu[name], cpu[base])]), 2)
+    return out
+
+
+def scores(gold: list[Any], trees: Trees) -> dict[str, float]:
+    from pipeline.parsers.evaluate import attachment_scores
+
+    s = attachment_scores(gold, trees)
+    return {"UAS": round(s.uas, 2), "LAS": round(s.las, 2)}
+
+
+def model_section(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from pipeline.parsers.biaffine import BiaffineModel, load_model
+    from pipeline.parsers.conllu import read_conllu
+    from pipeline.parsers.fast_biaffine import quantize_dynamic_int8
+
+    torch.set_num_threads(1)
+    loaded = load_model()
+    model = BiaffineModel(loaded, device="cpu")
+    corpora = {"snli": snli_words(snli_sentences(args.snli, args.n))}
+    gold = read_conllu(args.ewt)[: args.ewt_limit]
+    corpora["ewt-test"] = [list(s.words) for s in gold]
+    model.predict(corpora["snli"][:20])  # warm up both paths
+    model.predict_supar(corpora["snli"][:20])
+    out: dict[str, Any] = {"speed": {}}
+    paths = {"old": model.predict_supar, "new": model.predict}
+    if args.int8:
+        q = BiaffineModel(loaded, device="cpu")
+        q.fast = quantize_dynamic_int8(q.fast)
+        paths["int8"] = q.predict
+    for name, sentences in corpora.items():
+        out["speed"][name] = interleaved(paths, sentences, args.rounds, args.model_chunk)
+        row = out["speed"][name]
+        print(f"model {name:8s} {row['sentences']} sentences {row['words']} words: old {row['old']['words_per_s']:.0f} "
+              f"new {row['new']['words_per_s']:.0f} words/s per core; new/old {row['new']['speedup_over_old']}x wall "
+              f"({row['new']['cpu_speedup_over_old']}x CPU time), load {row['load_avg']}"
+              + (f"; int8 {row['int8']['words_per_s']:.0f} words/s, {row['int8']['speedup_over_old']}x old"
+                 if "int8" in row else ""), flush=True)
+    old, new = model.predict_supar(corpora["ewt-test"]), model.predict(corpora["ewt-test"])
+    out["exactness_ewt_test"] = {"file": str(args.ewt), "sentences": len(gold), "words": sum(map(len, gold)),
+                                 **diff_counts(old, new), "old": scores(gold, old), "new": scores(gold, new)}
+    e = out["exactness_ewt_test"]
+    print(f"exactness on {e['sentences']} EWT test sentences ({e['words']} words): {e['differing_heads']} differing "
+          f"heads, {e['differing_relations']} differing relations; old UAS/LAS {e['old']['UAS']}/{e['old']['LAS']}, "
+          f"new {e['new']['UAS']}/{e['new']['LAS']}", flush=True)
+    if args.int8:
+        trees = paths["int8"](corpora["ewt-test"])
+        out["int8_ewt_test"] = {**diff_counts(old, trees), **scores(gold, trees)}
+        print(f"int8 (opt-in): UAS/LAS {out['int8_ewt_test']['UAS']}/{out['int8_ewt_test']['LAS']}, "
+              f"{out['int8_ewt_test']['differing_heads']} heads differ from fp32", flush=True)
+    if torch.cuda.is_available():
+        cuda = BiaffineModel(loaded, device="cuda")
+        cuda.predict(corpora["snli"][:20])
+        out["cuda"] = {name: interleaved({"cuda": cuda.predict}, s, args.rounds, args.model_chunk)["cuda"]
+                       for name, s in corpora.items()}
+        out["cuda"]["exactness_ewt_test"] = diff_counts(old, cuda.predict(corpora["ewt-test"]))
+        print(f"cuda ({torch.cuda.get_device_name()}): " + ", ".join(
+            f"{k} {v['words_per_s']:.0f} words/s" for k, v in out["cuda"].items() if "words_per_s" in v)
+            + f"; {out['cuda']['exactness_ewt_test']}", flush=True)
+    return out
 
 
 def _init(spec: str) -> None:
@@ -54,8 +192,8 @@ def _parse(texts: list[str]) -> int:
     return sum(len(p) for p in _PARSER.parse(texts))
 
 
-def run(spec: str, workers: int, sentences: list[str], chunk: int) -> tuple[float, int]:
-    chunks = [sentences[i:i + chunk] for i in range(0, len(sentences), chunk)]
+def run_backend(spec: str, workers: int, texts: list[str], chunk: int) -> tuple[float, int]:
+    chunks = [texts[i:i + chunk] for i in range(0, len(texts), chunk)]
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_init, initargs=(spec,)) as pool:
         list(pool.map(_parse, [["Start every worker."]] * workers))  # all workers loaded and warm
         start = time.perf_counter()
@@ -64,34 +202,50 @@ def run(spec: str, workers: int, sentences: list[str], chunk: int) -> tuple[floa
     return seconds, words
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_snli = Path(os.environ.get("PRIOR_DATA_DIR", "../shared/data")) / "snli"
-    ap.add_argument("--snli", type=Path, default=default_snli)
-    ap.add_argument("--n", type=int, default=5000)
-    ap.add_argument("--chunk", type=int, default=250)
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--backends", default="spacy,biaffine")
-    ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "parse.json")
-    args = ap.parse_args()
-
-    sentences = snli_sentences(args.snli, args.n)
-    print(f"{len(sentences)} unique SNLI sentences from {args.snli} (asked for {args.n}); "
-          f"load average {os.getloadavg()[0]:.2f}")
-    results = []
+def backends_section(args: argparse.Namespace) -> list[dict[str, Any]]:
+    texts = snli_sentences(args.snli, args.n)
+    rows = []
     for spec in args.backends.split(","):
         for workers in (int(w) for w in args.workers.split(",")):
             rates = []
             for _ in range(args.repeats):
-                seconds, words = run(spec, workers, sentences, args.chunk)
-                rates.append(len(sentences) / seconds)
+                seconds, words = run_backend(spec, workers, texts, args.chunk)
+                rates.append(len(texts) / seconds)
             rate = statistics.median(rates)
-            results.append({"backend": spec, "workers": workers, "sentences": len(sentences), "words": words,
-                            "sentences_per_s": rate, "runs": rates, "load_avg": os.getloadavg()[0]})
-            print(f"{spec:10s} workers={workers}  {rate:8.1f} sentences/s  ({words} words; runs {', '.join(f'{r:.1f}' for r in rates)})")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+            rows.append({"backend": spec, "workers": workers, "texts": len(texts), "words": words,
+                         "texts_per_s": round(rate, 1), "runs": [round(r, 1) for r in rates],
+                         "load_avg": round(os.getloadavg()[0], 2)})
+            print(f"backend {spec:10s} workers={workers}  {rate:8.1f} texts/s  ({words} words; runs "
+                  f"{', '.join(f'{r:.1f}' for r in rates)})", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = Path(os.environ.get("PRIOR_DATA_DIR", SHARED))
+    ap.add_argument("--snli", type=Path, default=data / "snli")
+    ap.add_argument("--ewt", type=Path, default=data / "ud_ewt" / "en_ewt-ud-test.conllu")
+    ap.add_argument("--ewt-limit", type=int, default=None, help="Only the first N EWT test sentences (smoke tests).")
+    ap.add_argument("--n", type=int, default=5000, help="At most this many SNLI texts.")
+    ap.add_argument("--rounds", type=int, default=5, help="Interleaved rounds of the model comparison.")
+    ap.add_argument("--model-chunk", type=int, default=500, help="Sentences per model call in the comparison "
+                                                                 "(the paths alternate chunk by chunk).")
+    ap.add_argument("--int8", action="store_true", help="Add the opt-in int8 row (speed, UAS/LAS).")
+    ap.add_argument("--skip-model", action="store_true")
+    ap.add_argument("--skip-backends", action="store_true")
+    ap.add_argument("--backends", default="biaffine,spacy")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--chunk", type=int, default=250)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    args = ap.parse_args()
+    results: dict[str, Any] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2)}
+    if not args.skip_model:
+        results["model"] = model_section(args)
+    if not args.skip_backends:
+        results["backends"] = backends_section(args)
+    write_json(args.out, "parse", results)
 
 
 if __name__ == "__main__":

@@ -105,9 +105,15 @@ def worker_startup(workers: int, parser: str, repeat: int) -> dict[str, float]:
     return {"cluster_s": round(cluster, 3), "parser_load_s": round(load, 3), "total_s": round(cluster + load, 3)}
 
 
-def bounds(build_json: dict, startup_s: float, ceiling: float) -> list[dict]:
-    """Amdahl's bound on 2-worker scaling for each dataset's cold run in ``build_json``."""
-    runs = {(r["dataset"], r["workers"]): r for r in build_json["runs"] if r["cluster"] == "cold"}
+def _parser_of(run: dict, build_json: dict) -> str:
+    return run.get("parser", build_json.get("parser", ""))  # runs name their parser since several rows exist
+
+
+def bounds(build_json: dict, startup_s: float, ceiling: float, parser: str) -> list[dict]:
+    """Amdahl's bound on 2-worker scaling for each dataset's cold run of ``parser`` in ``build_json``
+    (on the CPU where the runs name a device)."""
+    runs = {(r["dataset"], r["workers"]): r for r in build_json["runs"]
+            if r["cluster"] == "cold" and _parser_of(r, build_json) == parser and r.get("parse_device", "cpu") in ("cpu", "-")}
     out = []
     for (dataset, workers), one in runs.items():
         if workers != 1:
@@ -126,15 +132,15 @@ def newest_build_json(out_dir: Path, parser: str) -> Path | None:
     """The newest bench/build.py result of ``parser`` with cold runs of 1 and 2 workers."""
     for path in sorted(out_dir.glob("build-*.json"), reverse=True):
         result = json.loads(path.read_text())
-        cold = {r["workers"] for r in result["runs"] if r["cluster"] == "cold"}
-        if result.get("parser") == parser and cold >= {1, 2}:
+        cold = {r["workers"] for r in result["runs"] if r["cluster"] == "cold" and _parser_of(r, result) == parser}
+        if cold >= {1, 2}:
             return path
     return None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parser", default="spacy")
+    ap.add_argument("--parser", default="biaffine")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--build", type=Path, help="A bench/build.py result with 1- and 2-worker cold runs.")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
@@ -151,7 +157,7 @@ def main() -> None:
         # generous: the smaller start-up of the two, the larger of the two ceilings
         results["build"] = str(build_path)
         results["bounds"] = bounds(json.loads(build_path.read_text()),
-                                   min(s["total_s"] for s in startup.values()), max(ceiling.values()))
+                                   min(s["total_s"] for s in startup.values()), max(ceiling.values()), args.parser)
         for row in results["bounds"]:
             print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,12 @@ from cli.console import console, friendly_errors, human_bytes
 from featurestore.errors import PriorError
 from pipeline.build import DEFAULT_FEATURES
 from pipeline.features.registry import FEATURE_SETS
+
+
+class ParseDevice(StrEnum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:
@@ -28,6 +35,7 @@ def build_cmd(
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
     store: Annotated[str | None, typer.Option(help="Store directory or fsspec URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
     parser: Annotated[str | None, typer.Option(help="biaffine (default), spacy, or biaffine:<model>.")] = None,
+    parse_device: Annotated[ParseDevice, typer.Option(help="Where the biaffine model runs: auto (a worker's CUDA GPU if it has one), cpu or cuda. Not part of the parse id.")] = ParseDevice.auto,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N usable pairs of each split.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Local Dask worker processes (0: run in this process).")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Use an existing Dask scheduler, e.g. tcp://host:8786.")] = None,
@@ -52,7 +60,7 @@ def build_cmd(
     options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
-                           feature_options=parse_feature_options(option or []),
+                           feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace)
     report = build(options)

@@ -66,6 +66,7 @@ class BuildOptions:
     progress: bool = True
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
+    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -580,7 +581,7 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     runner.run([(worker.parse_partition,
                  (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                  (lease, known)), done)
+                  (lease, known), options.parse_device), done)
                 for part in _partitions(todo, runner.workers, options.partition_size, weights)])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)

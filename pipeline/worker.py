@@ -59,7 +59,10 @@ def _committed_elsewhere(store: Store, kind: str, match: Callable[[Segment], boo
 
 
 def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
-                    keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ())) -> dict[str, Any]:
+                    keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ()),
+                    device: str = "auto") -> dict[str, Any]:
+    """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
+    worker's GPU if it has one)."""
     from pipeline.parsers import get_parser
 
     _set_up_process()
@@ -70,7 +73,7 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
     keys, texts = [k for k, _ in todo], [t for _, t in todo]
     if not keys:
         return {"done": 0, "failures": [], "skipped": skipped}
-    parser = get_parser(parser_spec)
+    parser = get_parser(parser_spec, device)
     try:
         parses: list[Parse | None] = list(parser.parse(texts))
         failures: list[tuple[str, str]] = []

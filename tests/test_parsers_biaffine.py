@@ -42,7 +42,7 @@ REFERENCE = [
 
 @pytest.fixture(scope="module")
 def parser() -> BiaffineParser:
-    return BiaffineParser(SHIPPED, annotator=shared_annotator())
+    return BiaffineParser(SHIPPED, annotator=shared_annotator(sentences="senter"), device="cpu")
 
 
 def test_parsers_biaffine_shipped_artifact_is_small_safetensors_json() -> None:

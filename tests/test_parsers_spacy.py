@@ -143,3 +143,25 @@ def test_parsers_spacy_transformer_pipelines_keep_torch(tmp_path: Path, monkeypa
     assert spacy_backend.needs_torch("trf")
     monkeypatch.setattr(spacy_backend, "installed_model_dir", lambda package: tmp_path / "missing")
     assert spacy_backend.needs_torch("gone")  # unreadable metadata: keep torch
+
+
+def test_parsers_spacy_senter_annotator_splits_without_the_parser(parser: SpacyParser) -> None:
+    """The biaffine backend's annotator: spaCy's senter instead of its parser; same words and tags."""
+    senter = shared_annotator(sentences="senter")
+    assert senter.sentences == "senter" and "parser" not in senter.nlp.pipe_names and "senter" in senter.nlp.pipe_names
+    text = "The cat sat on the mat. It was happy!"
+    (doc,) = senter.docs([text])
+    assert [s.text for s in doc.sents] == ["The cat sat on the mat.", "It was happy!"]
+    (full,) = parser.annotator.docs([text])
+    assert [t.text for t in doc] == [t.text for t in full] and [t.tag_ for t in doc] == [t.tag_ for t in full]
+    assert senter.fingerprint() == parser.annotator.fingerprint()  # the splitter is recorded by the backend
+
+
+def test_parsers_spacy_sentence_splitter_falls_back_to_the_parser() -> None:
+    from pipeline.parsers.spacy_backend import sentence_splitter
+
+    assert sentence_splitter({"components": ["tok2vec", "parser", "senter"]}, "senter") == "senter"
+    assert sentence_splitter({"components": ["transformer", "parser"]}, "senter") == "parser"  # no senter shipped
+    assert sentence_splitter({"components": ["parser", "senter"]}, "parser") == "parser"
+    with pytest.raises(ResourceError, match="unknown sentence splitter 'spaces'"):
+        sentence_splitter({}, "spaces")

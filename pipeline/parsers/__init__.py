@@ -57,9 +57,17 @@ def worker_environment(spec: str = "biaffine") -> dict[str, str]:
     return {} if needs_torch(package) else {WITHOUT_TORCH_ENV: "1"}
 
 
+def get_parser(spec: str = "biaffine", device: str = "auto") -> DependencyParser:
+    """The parser named by ``spec`` (see module docstring), loaded once per process and device.
+
+    ``device`` ("auto": CUDA where torch sees a GPU, "cpu", "cuda") is where the biaffine model
+    runs; spaCy always runs on the CPU. It does not change the fingerprint.
+    """
+    return _load_parser(spec, device)
+
+
 @functools.lru_cache(maxsize=8)
-def get_parser(spec: str = "biaffine") -> DependencyParser:
-    """The parser named by ``spec`` (see module docstring), loaded once per process."""
+def _load_parser(spec: str, device: str) -> DependencyParser:
     name, _, arg = spec.partition(":")
     if name == "spacy":
         if arg:
@@ -72,6 +80,6 @@ def get_parser(spec: str = "biaffine") -> DependencyParser:
     if name == "biaffine":
         from pipeline.parsers.biaffine import BiaffineParser
 
-        return BiaffineParser(arg or None)
+        return BiaffineParser(arg or None, device=device)
     raise ResourceError(f"unknown parser {spec!r}; choose one of {', '.join(BACKENDS)} "
                         "(or biaffine:<model dir, supar file or supar model name>, spacy:<spaCy package>)")

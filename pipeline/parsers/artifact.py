@@ -242,18 +242,26 @@ def default_model_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "data" / "parser"
 
 
-def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any]) -> dict[str, Any]:
+# The sentence splitter the biaffine backend asks spaCy for (spacy_backend.sentence_splitter)
+SENTENCES_FOR_BIAFFINE = "senter"
+
+
+def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], sentences: str) -> dict[str, Any]:
+    """The biaffine backend's identity: model, decoding, spaCy annotator and the component that
+    splits sentences ("senter" or "parser": boundaries differ on a few texts). Where the model
+    runs (CPU or CUDA) and how it is batched are not part of it."""
     return {"backend": "biaffine", "model": name, "model_checksum": checksum, "decode": "mst-single-root",
-            **spacy_part}
+            **spacy_part, "sentences": sentences}
 
 
 def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
     """The fingerprint of ``biaffine[:arg]`` from the files alone (no torch, no spaCy import);
     None where the model must be loaded (a supar file or published name)."""
-    from pipeline.parsers.spacy_backend import fingerprint_of_package
+    from pipeline.parsers.spacy_backend import fingerprint_of_package, splitter_of_package
 
     path = default_model_dir() if not arg else Path(arg).expanduser()
     if not path.is_dir():
         return None
     config, checksum = read_config(path)
-    return biaffine_fingerprint(str(config.get("name", "biaffine")), checksum, fingerprint_of_package())
+    return biaffine_fingerprint(str(config.get("name", "biaffine")), checksum, fingerprint_of_package(),
+                                splitter_of_package(None, SENTENCES_FOR_BIAFFINE))

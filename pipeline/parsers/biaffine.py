@@ -13,25 +13,33 @@ Model resolution (``BiaffineParser(model)``):
 
 Choices: decoding always yields one well-formed single-root tree per sentence (supar's
 ``tree=True``: MST where the greedy heads are not a tree); the ``<bos>`` entry of supar's
-relation vocabulary is never output; inference runs in float32.
+relation vocabulary is never output; inference runs in float32, through the fast path of
+:mod:`.fast_biaffine` (the same trees as supar's own forward + decode, which
+:meth:`BiaffineModel.predict_supar` keeps as the reference). Sentence boundaries come from
+spaCy's ``senter`` rather than spaCy's dependency parser (see :mod:`.spacy_backend`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from featurestore.errors import ResourceError
-from pipeline.parsers.artifact import (LoadedModel, biaffine_fingerprint, default_model_dir, load_artifact,
-                                       model_settings_from_supar, vocabularies_from_supar)
+from pipeline.parsers.artifact import (SENTENCES_FOR_BIAFFINE, LoadedModel, biaffine_fingerprint, default_model_dir,
+                                       load_artifact, model_settings_from_supar, vocabularies_from_supar)
 from pipeline.parsers.base import Parse
-from pipeline.parsers.spacy_backend import SpacyAnnotator, doc_to_parse, fingerprint_of_package, shared_annotator
+from pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
+from pipeline.parsers.spacy_backend import (SpacyAnnotator, doc_to_parse, fingerprint_of_package, shared_annotator,
+                                            splitter_of_package)
 from pipeline.parsers.supar_compat import quiet_supar_warnings
 
 DEFAULT_BATCH_TOKENS = 5000
+# spaCy component that splits texts into the sentences the biaffine model parses (see
+# spacy_backend: "senter" where the pipeline has it, else spaCy's parser)
+SENTENCES = SENTENCES_FOR_BIAFFINE
 
 
 def load_supar_model(spec: str) -> LoadedModel:
@@ -78,16 +86,25 @@ def load_model(spec: str | Path | None = None) -> LoadedModel:
 
 
 class BiaffineModel:
-    """Predict heads and relations for pre-tokenized sentences, batched."""
+    """Predict heads and relations for pre-tokenized sentences, batched.
 
-    def __init__(self, loaded: LoadedModel, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> None:
+    :meth:`predict` runs the fast path (:mod:`.fast_biaffine`: fused LSTM, relation scores for
+    the chosen heads only) on ``device`` ("cpu" by default; "auto": CUDA where present, as the
+    parser backend asks); :meth:`predict_supar`
+    runs supar's own forward + decode on the CPU, the reference the fast path must equal.
+    Both sort sentences by length and batch at most ``batch_tokens`` positions.
+    """
+
+    def __init__(self, loaded: LoadedModel, batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "cpu") -> None:
         self.loaded = loaded
         self.model = loaded.model
         self.vocab = loaded.vocab
         self.batch_tokens = batch_tokens
         self._bos_rel = self.vocab.rels.index(self.vocab.bos) if self.vocab.bos in self.vocab.rels else None
+        self.fast = FastBiaffine(loaded.model, device)
 
     def _tensors(self, batch: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Word ids (B, n) and char ids (B, n, fix) as supar's CoNLL transform builds them."""
         v = self.vocab
         n = max(len(s) for s in batch) + 1
         chars = [[[v.char_bos]] + [v.char_ids(w) for w in s] for s in batch]
@@ -101,14 +118,10 @@ class BiaffineModel:
                 chars_t[i, j, : len(ids)] = torch.tensor(ids)
         return words_t, chars_t  # (B, n), (B, n, fix)
 
-    @torch.inference_mode()
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
-        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root."""
-        out: list[tuple[list[int], list[str]] | None] = [None] * len(sentences)
+    def _batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[list[int]]:
+        """Indices of the non-empty sentences, sorted by length, in batches of at most
+        ``batch_tokens`` positions (words + the root token, padding included)."""
         order = sorted((i for i, s in enumerate(sentences) if len(s)), key=lambda i: len(sentences[i]))
-        for i, s in enumerate(sentences):
-            if not len(s):
-                out[i] = ([], [])
         start = 0
         while start < len(order):
             stop, longest = start, 0
@@ -117,42 +130,69 @@ class BiaffineModel:
                 if (stop - start + 1) * longest > self.batch_tokens and stop > start:
                     break
                 stop += 1
-            idx = order[start:stop]
-            words_t, chars_t = self._tensors([sentences[i] for i in idx])
-            mask = words_t.ne(self.vocab.word_pad)
-            mask[:, 0] = False
-            with quiet_supar_warnings():
-                s_arc, s_rel = self.model(words_t, [chars_t])  # (B, n, n), (B, n, n, n_rels)
-                if self._bos_rel is not None:  # never output the padding label supar's vocabulary holds
-                    s_rel[..., self._bos_rel] = float("-inf")
-                arcs, rels = self.model.decode(s_arc, s_rel, mask, tree=True, proj=False)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                out[i] = (arcs[row, 1 : n + 1].tolist(), [self.vocab.rels[r] for r in rels[row, 1 : n + 1].tolist()])
+            yield order[start:stop]
             start = stop
-        return [o for o in out if o is not None]
+
+    def _run(self, sentences: Sequence[Sequence[str]],
+             batch_fn: Callable[[list[Sequence[str]]], tuple[torch.Tensor, torch.Tensor]],
+             ) -> list[tuple[list[int], list[str]]]:
+        out: list[tuple[list[int], list[str]]] = [([], []) for _ in sentences]
+        for idx in self._batches(sentences):
+            arcs, rels = batch_fn([sentences[i] for i in idx])
+            for row, (arc_row, rel_row) in enumerate(zip(arcs.tolist(), rels.tolist())):
+                n = len(sentences[idx[row]])
+                out[idx[row]] = (arc_row[1 : n + 1], [self.vocab.rels[r] for r in rel_row[1 : n + 1]])
+        return out
+
+    def predict(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
+        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root (fast path)."""
+        return self._run(sentences, lambda batch: self.fast.predict(*batch_tensors(self.vocab, batch),
+                                                                     banned_rel=self._bos_rel))
+
+    def predict_supar(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
+        """The same as :meth:`predict` through supar's own forward + decode (the reference)."""
+        return self._run(sentences, self._supar_batch)
+
+    @torch.inference_mode()
+    def _supar_batch(self, batch: list[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        words_t, chars_t = self._tensors(batch)
+        mask = words_t.ne(self.vocab.word_pad)
+        mask[:, 0] = False
+        with quiet_supar_warnings():
+            s_arc, s_rel = self.model(words_t, [chars_t])  # (B, n, n), (B, n, n, n_rels)
+            if self._bos_rel is not None:  # never output the padding label supar's vocabulary holds
+                s_rel[..., self._bos_rel] = float("-inf")
+            return self.model.decode(s_arc, s_rel, mask, tree=True, proj=False)
 
 
 class BiaffineParser:
-    """The `biaffine` backend of the DependencyParser protocol."""
+    """The `biaffine` backend of the DependencyParser protocol.
+
+    Its own annotator splits sentences with spaCy's ``senter`` (:data:`SENTENCES`), not spaCy's
+    parser; ``device`` ("auto", "cpu", "cuda") is where the biaffine model runs and is not part
+    of the fingerprint.
+    """
 
     name = "biaffine"
 
     def __init__(self, model: str | Path | None = None, annotator: SpacyAnnotator | None = None,
-                 batch_tokens: int = DEFAULT_BATCH_TOKENS) -> None:
-        self.biaffine = BiaffineModel(load_model(model), batch_tokens)
+                 batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "auto") -> None:
+        self.biaffine = BiaffineModel(load_model(model), batch_tokens, device)
         self._annotator = annotator
 
     @property
     def annotator(self) -> SpacyAnnotator:
         if self._annotator is None:  # parse_words (evaluation) does not need spaCy
-            self._annotator = shared_annotator()
+            self._annotator = shared_annotator(sentences=SENTENCES)
         return self._annotator
 
     def fingerprint(self) -> dict[str, Any]:
         loaded = self.biaffine.loaded
-        spacy_part = self._annotator.fingerprint() if self._annotator is not None else fingerprint_of_package()
-        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part)
+        if self._annotator is not None:
+            spacy_part, sentences = self._annotator.fingerprint(), self._annotator.sentences
+        else:
+            spacy_part, sentences = fingerprint_of_package(), splitter_of_package(None, SENTENCES)
+        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences)
 
     def parse(self, texts: Sequence[str]) -> list[Parse]:
         docs = self.annotator.docs(texts)
