@@ -113,11 +113,11 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
 
     import dask
 
-    from pipeline.build import LOCAL_WORKER_CONFIG
+    from pipeline.startup import local_cluster_config
 
     # configured as the build's own workers (glibc's malloc defaults), as README advises for a
     # cluster kept up for builds
-    with dask.config.set(LOCAL_WORKER_CONFIG), \
+    with dask.config.set(local_cluster_config()), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                          silence_logs=logging.ERROR) as cluster, Client(cluster):
         other, other_splits = ("mrpc", ("train",)) if dataset != "mrpc" else ("sick", ("trial",))

@@ -27,9 +27,9 @@ app.add_typer(embed_cli.app, name="embed")
 
 
 def main() -> None:
-    from featurestore.arrow_setup import skip_pandas_detection
+    from pipeline.startup import skip_pandas_detection
 
-    skip_pandas_detection()  # the `prior` process never hands pandas objects to pyarrow: 0.17 s less
+    skip_pandas_detection()  # the `prior` process never hands pandas objects to pyarrow
     app()
 
 

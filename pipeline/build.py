@@ -15,7 +15,6 @@ written, the scheduler answers, the workers have the parser, WordNet and the sto
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import math
@@ -23,7 +22,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from featurestore.names import name_problem
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
-from pipeline import preflight, worker
+from pipeline import preflight, startup, worker
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
@@ -178,12 +177,6 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield progress
 
 
-# Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in every worker it spawns, to hand freed memory
-# back to the OS in long-lived workers. Setting it also switches off glibc's adaptive mmap
-# threshold, so every large numpy buffer spaCy allocates is a fresh mmap with page faults:
-# spaCy parses 20-25 % slower (2,665 SNLI sentences: 4.66 s without, 5.54-5.95 s with it).
-# The build's own workers live for one build: they keep glibc's defaults.
-LOCAL_WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 # A sentence's parse cost in characters of text: spaCy's time is ~0.62 ms per sentence plus
@@ -217,16 +210,13 @@ class _Runner:
 
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)
-            from pipeline.parsers import worker_environment
-
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
-            # The workers live for this build only: their environment is tuned to its parser.
-            with dask.config.set(LOCAL_WORKER_CONFIG):
+            # The workers live for this build only: their start-up is tuned (pipeline/startup.py).
+            with dask.config.set(startup.local_cluster_config()):
                 self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR,
-                                            env={**worker_environment(self.options.parser),
-                                                 worker.LOCAL_WORKER_ENV: "1"})
+                                            env=startup.local_worker_env(self.options.parser))
             self.client = Client(self.cluster)
 
     def run(self, jobs: list[Job]) -> None:
@@ -258,12 +248,8 @@ class _Runner:
         return max(1, self.options.workers)
 
     def close(self) -> None:
-        if self.cluster is not None:
-            # Our workers then exit at once: `gc.freeze` exempts their objects from the
-            # interpreter's final collection, which otherwise walks spaCy's heap (closing 2
-            # workers: 0.47 -> 0.06 s). An external cluster's workers are left alone.
-            with suppress(Exception):
-                self.client.run(gc.freeze)
+        if self.cluster is not None:  # our own workers only; an external cluster's are left alone
+            startup.before_closing(self.client)
         if self.client is not None:
             self.client.close()
         if self.cluster is not None:

@@ -20,27 +20,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from featurestore import open_store
-from featurestore.arrow_setup import skip_pandas_detection
 from featurestore.catalog import Segment
 from featurestore.errors import NotFoundError
 from featurestore.store import EntryInfo, Store
+from pipeline import startup
 from pipeline.parsers.base import Parse
 
 _FEATURES: dict[str, Any] = {}
-# Set (to "1") by `prior build` in the workers of the local cluster it starts for one build.
-LOCAL_WORKER_ENV = "PRIOR_LOCAL_WORKER"
 _process_ready = False
 
 
 def _set_up_process() -> None:
-    """Once per process, in the build's own workers only: pyarrow skips its pandas import
-    (`featurestore.arrow_setup`; 0.17 s before a worker's first store write). Workers of an
-    external cluster may run other code that gives pandas objects to pyarrow: left alone."""
+    """Once per process: the start-up tuning of a build's own workers (pipeline/startup.py)."""
     global _process_ready
     if not _process_ready:
         _process_ready = True
-        if os.environ.get(LOCAL_WORKER_ENV) == "1":
-            skip_pandas_detection()
+        startup.set_up_local_worker()
 
 
 def _short(exc: BaseException) -> str:

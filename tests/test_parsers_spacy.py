@@ -106,12 +106,11 @@ def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser)
     variable) and parses exactly as a process with torch does."""
     import os
 
-    from pipeline.parsers import worker_environment
-    from pipeline.parsers.spacy_backend import WITHOUT_TORCH_ENV
+    from pipeline.startup import LOCAL_WORKER_ENV, SPACY_WITHOUT_TORCH_ENV, local_worker_env
 
-    env = worker_environment("spacy")
-    assert env == {WITHOUT_TORCH_ENV: "1"}
-    assert worker_environment("biaffine") == {}
+    env = local_worker_env("spacy")
+    assert env == {LOCAL_WORKER_ENV: "1", SPACY_WITHOUT_TORCH_ENV: "1"}
+    assert local_worker_env("biaffine") == {LOCAL_WORKER_ENV: "1"}
     code = ("import sys, json\n"
             "from pipeline.parsers.spacy_backend import SpacyParser\n"
             "p = SpacyParser().parse(['Two dogs run across the snowy field.'])[0]\n"

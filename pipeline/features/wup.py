@@ -327,12 +327,7 @@ class WupFeature(FeatureBase):
         """Table ids of ``wn.synsets(form, pos)``, in its order; our reader answers from its
         index files alone, without parsing the synsets' data lines."""
         assert self._engine is not None
-        addresses = getattr(self._wn, "synset_addresses", None)
-        if addresses is not None:
-            found = addresses(form, pos)
-        else:  # nltk's reader
-            found = [(s.pos(), s.offset()) for s in self._wn.synsets(form, pos=pos)]
-        return tuple(self._engine.synset_id(p, o) for p, o in found)
+        return tuple(self._engine.synset_id(p, o) for p, o in self._wn.synset_addresses(form, pos))
 
     def _register(self, ids: tuple[int, ...]) -> int:
         if not ids:

@@ -19,7 +19,7 @@ from typing import Any
 from featurestore.errors import ResourceError
 from pipeline.parsers.base import DependencyParser, Parse
 
-__all__ = ["BACKENDS", "DependencyParser", "Parse", "fingerprint_of", "get_parser", "worker_environment"]
+__all__ = ["BACKENDS", "DependencyParser", "Parse", "fingerprint_of", "get_parser"]
 
 BACKENDS = ("biaffine", "spacy")
 
@@ -39,22 +39,6 @@ def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
         if cheap is not None:
             return cheap
     return dict(get_parser(spec).fingerprint())
-
-
-def worker_environment(spec: str = "biaffine") -> dict[str, str]:
-    """Environment variables for worker processes started for one build with this parser:
-    a spaCy pipeline without transformers is imported without torch there (1 s less start-up
-    per worker; see :func:`~pipeline.parsers.spacy_backend.import_spacy`)."""
-    name, _, arg = spec.partition(":")
-    if name != "spacy":
-        return {}
-    from pipeline.parsers.spacy_backend import WITHOUT_TORCH_ENV, find_spacy_model, needs_torch
-
-    try:
-        package = arg or find_spacy_model()
-    except ResourceError:
-        return {}  # the parse stage reports the missing model
-    return {} if needs_torch(package) else {WITHOUT_TORCH_ENV: "1"}
 
 
 def get_parser(spec: str = "biaffine", device: str = "auto") -> DependencyParser:

