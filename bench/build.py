@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,9 +109,8 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
     pipeline without the per-process start-up (Python imports, spaCy model, WordNet)."""
     import logging
 
-    from distributed import Client, LocalCluster
-
     import dask
+    from distributed import Client, LocalCluster
 
     from pipeline.startup import local_cluster_config
 
@@ -219,7 +218,7 @@ def main() -> None:
     devices = parse_devices(args.parse_devices)
     configs = [(parser, device) for parser in args.parsers.split(",")
                for device in (devices if parser.startswith("biaffine") else ["-"])]
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "parsers": args.parsers,
+    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "parsers": args.parsers,
                "features": features, "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2),
                "runs": [], "noop": {}, "bytes_per_pair": {}, "store_write": {}, "repeat": args.repeat,
                "wordnet_table": wordnet_table_seconds()}
@@ -231,7 +230,9 @@ def main() -> None:
             for dataset in args.datasets.split(","):
                 splits, limit = plans[dataset]
                 for workers in args.workers:
-                    def cold(i: int, workers: int = workers) -> dict:
+                    def cold(i: int, workers: int = workers, label: str = label, dataset: str = dataset,
+                             splits: tuple = splits, limit: int | None = limit, parser: str = parser,
+                             device: str = device) -> dict:
                         target = root / f"{label}-{dataset}-{workers}-{i}"
                         shutil.rmtree(target, ignore_errors=True)
                         return run_build(dataset, splits, limit, workers, features, parser, target,
@@ -242,7 +243,8 @@ def main() -> None:
                     results["runs"].append(run)
                     print(json.dumps(run), flush=True)
                     if args.warm:
-                        warm = median_run(args.repeat, lambda i, workers=workers: warm_runs(
+                        warm = median_run(args.repeat, lambda i, workers=workers, dataset=dataset, splits=splits,
+                                          limit=limit, parser=parser, label=label, device=device: warm_runs(
                             dataset, splits, limit, workers, features, parser, root / f"warm-{label}-{i}",
                             parse_device=device if device != "-" else "auto"))
                         results["runs"].append(warm)
@@ -267,7 +269,7 @@ def main() -> None:
                     "end_to_end": round(r2["end_to_end_pairs_per_s"] / r1["end_to_end_pairs_per_s"], 2),
                     "processing": round(r2["processing_pairs_per_s"] / r1["processing_pairs_per_s"], 2)}
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"build-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
+    out = args.out / f"build-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(results, indent=1))
     print_table(results["runs"])
     print(json.dumps({"scaling_2_over_1": results.get("scaling_2_over_1", {}), "noop": results["noop"]}))

@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ def main() -> None:
     if args.limit is not None:
         counts = {d: {s: min(n, args.limit) for s, n in splits.items()} for d, splits in counts.items()}
     subset = per_split_limit(counts, args.subset_pairs)
-    results: dict[str, Any] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
                                "cpu_count": os.cpu_count(), "parser": args.parser, "features": features,
                                "parse_device": args.parse_device, "splits": counts,
                                "load_avg_start": round(os.getloadavg()[0], 2), "runs": []}

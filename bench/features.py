@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 PARSER: str | None = None  # --parser; None: the build's default
 
 
@@ -118,8 +117,8 @@ def _compute_only(store_path: Path, embeddings: Path) -> dict[str, float]:
     from pipeline.embeddings.io import read_embeddings
     from pipeline.features.dep import DepFeature
     from pipeline.features.emb import EmbFeature
-    from pipeline.features.tfidf import IdfTable, TfidfFeature
     from pipeline.features.forms import word_forms
+    from pipeline.features.tfidf import IdfTable, TfidfFeature
     from pipeline.parsers.base import Parse
 
     store = open_store(store_path, create=False)

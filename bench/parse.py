@@ -37,7 +37,7 @@ import os
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -239,7 +239,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     args = ap.parse_args()
-    results: dict[str, Any] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
                                "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2)}
     if not args.skip_model:
         results["model"] = model_section(args)

@@ -30,7 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def main() -> None:
               f"old {summary[phase]['old_median_s']} s, new {summary[phase]['new_median_s']} s")
     out = REPO / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     (out / f"reliability-{stamp}.json").write_text(json.dumps(
         {"args": {k: str(v) for k, v in vars(args).items()}, "rows": runs[0]["new"]["rows"], "runs": runs,
          "summary": summary}, indent=1))

@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -150,7 +150,7 @@ def main() -> None:
     print(json.dumps({"machine_ceiling": ceiling}), flush=True)
     startup = {n: worker_startup(n, args.parser, args.repeat) for n in (1, 2)}
     print(json.dumps({"startup": startup}), flush=True)
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
+    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
                "parser": args.parser, "repeat": args.repeat, "machine_ceiling": ceiling, "startup": startup}
     build_path = args.build or newest_build_json(args.out, args.parser)
     if build_path is not None:

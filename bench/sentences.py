@@ -27,7 +27,7 @@ import json
 import os
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from results import write_json  # bench/results.py (this script's folder is on sys.path)
@@ -127,7 +127,7 @@ def main() -> None:
     senter_nlp = SpacyAnnotator(sentences="senter").nlp
     print(f"parser pipeline: {parser_nlp.pipe_names}\nsenter pipeline: {senter_nlp.pipe_names}", flush=True)
     per_dataset = dataset_texts(args.data_dir, [d for d in args.datasets.split(",") if d] or None, args.limit)
-    results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "limit": args.limit,
+    results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "limit": args.limit,
                      "load_avg": os.getloadavg()[0], "datasets": {}}
     for name, texts in per_dataset.items():
         if not texts:

@@ -49,13 +49,13 @@ PAPER_BERT_BASE_MRPC = ("papers, BERT-base on MRPC: F1 88.0±0.4 (UERBERT Table 
                         "88.3±0.3); 87.2 (DAFA and CDA Table 1, metric not named; DAFA-base 89.0, CDA-LM-base 89.1)")
 
 
-def _store(path: str):  # noqa: ANN202
+def _store(path: str):
     from featurestore import open_store
 
     return open_store(path, create=False)
 
 
-def _has_feature(store, model: str) -> bool:  # noqa: ANN001
+def _has_feature(store, model: str) -> bool:
     from featurestore.errors import NotFoundError
     from trainers.models import MODEL_CLASSES
 
@@ -127,8 +127,8 @@ def table(path: Path) -> None:
             return f"{100 * values[0]:.1f}"
         return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
 
-    print(f"\n| model | seeds | test F1 | test accuracy | dev F1 | epochs | s/step | minutes/run |"
-          f"\n|---|---|---|---|---|---|---|---|")
+    print("\n| model | seeds | test F1 | test accuracy | dev F1 | epochs | s/step | minutes/run |"
+          "\n|---|---|---|---|---|---|---|---|")
     for model in MODELS:
         if model in rows:
             rs = rows[model]

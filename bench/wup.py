@@ -69,14 +69,14 @@ def time_feature(feature: WupFeature, items: list[tuple[Parse, Parse]],
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def nltk_matrix(wn, a: Parse, b: Parse) -> list[list[float]]:  # noqa: ANN001
+def nltk_matrix(wn, a: Parse, b: Parse) -> list[list[float]]:
     """The default preset computed with plain nltk calls only: the baseline."""
 
-    def senses(word: str, lemma: str, upos: str) -> list:  # noqa: ANN202
+    def senses(word: str, lemma: str, upos: str) -> list:
         pos = UPOS_TO_WN.get(upos)
         return wn.synsets(lemma.lower(), pos=pos) or wn.synsets(word.lower(), pos=pos)
 
-    def hierarchy(s) -> str:  # noqa: ANN001
+    def hierarchy(s) -> str:
         return "a" if s.pos() in "as" else s.pos()
 
     out = []

@@ -67,7 +67,7 @@ def build_cmd(
     print_report(report)
 
 
-def print_report(report) -> None:  # noqa: ANN001 - BuildReport, imported lazily
+def print_report(report) -> None:
     console.print(f"[bold]built[/] {report.dataset} into {report.store} (parse {report.parse[:12]})")
     table = Table("split", "pairs read", "new rows", "skipped", "source", box=None)
     for s in report.splits:

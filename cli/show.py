@@ -24,8 +24,8 @@ def show_cmd(
     entry: EntryOpt = None,
 ) -> None:
     """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
-    from featurestore import open_store
     from cli.pairview import format_pair, pair_view, plot_pair
+    from featurestore import open_store
 
     params = read_params(feature_param, option, feature_names(feature))
     view = pair_view(open_store(store, create=False), dataset, pair, feature, split=split, params=params,

@@ -138,8 +138,8 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     import numpy as np
     import polars as pl
 
-    from featurestore import open_store
     from cli.pairview import split_order
+    from featurestore import open_store
     from featurestore.selection import entries_line
 
     opened = open_store(store, create=False)

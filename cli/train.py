@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from trainers.models import MODELS
 from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from featurestore.errors import PriorError
+from trainers.models import MODELS
 
 
 class FeatureMode(StrEnum):

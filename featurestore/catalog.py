@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from featurestore.errors import SegmentLostError, StoreError
@@ -178,7 +178,7 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
         raise SegmentLostError(f"segment {segment_id} lost {', '.join(lost) or 'its files'} before its commit "
                                "(its folder was removed, e.g. by `prior store gc --force`); nothing was committed")
     segment = Segment(id=segment_id, kind=kind, target=target, files=files, rows=rows,
-                      created=datetime.now(timezone.utc).isoformat(timespec="seconds"), meta=meta or {}, lease=lease)
+                      created=datetime.now(UTC).isoformat(timespec="seconds"), meta=meta or {}, lease=lease)
     record = f"{CATALOG}/{segment_id}.json"
     if ready is not None:
         ready()

@@ -119,5 +119,5 @@ class StoreFS:
             return
         self.fs.rm(path, recursive=True)
 
-    def open(self, rel: str, mode: str = "rb"):  # noqa: ANN201 - fsspec file object
+    def open(self, rel: str, mode: str = "rb"):
         return self.fs.open(self._content(rel), mode)

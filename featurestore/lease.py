@@ -39,7 +39,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
@@ -59,7 +59,7 @@ def lease_seconds() -> float:
 
 
 def _stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,8 @@ def stale(fs: StoreFS, rel: str) -> bool:
     except (NotImplementedError, OSError, ValueError, AttributeError):
         return False
     if modified.tzinfo is None:
-        modified = modified.replace(tzinfo=timezone.utc)
-    return (datetime.now(timezone.utc) - modified).total_seconds() > lease_seconds()
+        modified = modified.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - modified).total_seconds() > lease_seconds()
 
 
 def remove_lease(fs: StoreFS, lease_id: str) -> None:

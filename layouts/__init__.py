@@ -16,5 +16,16 @@ from layouts.kinds import KINDS, Layout, PairMatrix, SentenceMask, SentenceVecto
 from layouts.ragged import Ragged
 from layouts.views import VIEWS, View, register_view, view_of
 
-__all__ = ["KINDS", "Layout", "PairMatrix", "Ragged", "SentenceMask", "SentenceVector", "VIEWS", "View",
-           "WordIds", "register_view", "view_of"]
+__all__ = [
+           "KINDS",
+           "VIEWS",
+           "Layout",
+           "PairMatrix",
+           "Ragged",
+           "SentenceMask",
+           "SentenceVector",
+           "View",
+           "WordIds",
+           "register_view",
+           "view_of",
+]

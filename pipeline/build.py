@@ -15,12 +15,12 @@ written, the scheduler answers, the workers have the parser, WordNet and the sto
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -275,8 +275,8 @@ def _partitions(items: list[Any], workers: int, size: int,
     while True:
         n_parts = min(math.ceil(n_parts / workers) * workers, len(items))
         bounds = _cuts(len(items), n_parts, weights)
-        if n_parts == len(items) or max(hi - lo for lo, hi in zip(bounds, bounds[1:])) <= size:
-            return [items[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        if n_parts == len(items) or max(hi - lo for lo, hi in itertools.pairwise(bounds)) <= size:
+            return [items[lo:hi] for lo, hi in itertools.pairwise(bounds)]
         n_parts += workers  # light items made a partition too long: cut finer
 
 
@@ -430,7 +430,7 @@ def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str
         changed.append(f"it was read with other options ({diff})")
     if changed and not replace:
         raise DataError(f"{dataset}/{split} in {store.location}: " + "; ".join(changed) + ". Build it under "
-                        f"another name (--name NAME), or replace the stored rows with --replace")
+                        "another name (--name NAME), or replace the stored rows with --replace")
     if changed:
         return set()
     return set(store.pair_rows(dataset, split)["row"].to_list())
@@ -476,7 +476,7 @@ def build(options: BuildOptions) -> BuildReport:
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
-    report.parse = parse = K.parse_id(fingerprint)
+    report.parse = K.parse_id(fingerprint)
     runner = _Runner(options)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id

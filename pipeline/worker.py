@@ -15,7 +15,6 @@ another build committed meanwhile, a read of the keys of its new segments.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 

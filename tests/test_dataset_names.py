@@ -20,7 +20,7 @@ def write_csv(path: Path, rows: list[tuple[str, str, str]]) -> Path:
     return path
 
 
-def build(store: Path, dataset: Path | str, *extra: str):  # noqa: ANN201
+def build(store: Path, dataset: Path | str, *extra: str):
     return runner.invoke(app, ["build", "--dataset", str(dataset), "--features", "sdoi", "--parser", "spacy",
                                "--workers", "0", "--store", str(store), *extra])
 

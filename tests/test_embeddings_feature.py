@@ -217,10 +217,10 @@ def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -
 
 def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path],
                                                          tmp_path: Path) -> None:
+    import shutil
+
     from pipeline.build import BuildOptions, build
     from pipeline.embeddings.io import write_word2vec_binary
-
-    import shutil
 
     store_path = Path(shutil.copytree(built[0], tmp_path / "store"))  # leave the shared store as it is
     emb_file = built[1]

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from featurestore import open_store
-from featurestore.errors import PriorError
 from featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
 from tests.trainers_fixtures import tiny_backbone
 
@@ -65,12 +64,12 @@ def entries(store_path: Path) -> dict[str, object]:
     return {"wup": wup_default, "wup-variant": wup_variant, "dep": dep_default, "dep-variant": dep_variant}
 
 
-def stored(store, entry, pair_keys, component):  # noqa: ANN001, ANN201
+def stored(store, entry, pair_keys, component):
     data = store.load_feature(entry)
     return [data.get(k)[component] for k in pair_keys]
 
 
-def test_entries_record_their_options(entries) -> None:  # noqa: ANN001
+def test_entries_record_their_options(entries) -> None:
     assert entries["wup-variant"].options == {"preset": "uerbert-code"}
     assert entries["dep-variant"].options == {"nu": 0.25}
     assert entries["wup"].options == {} and entries["dep"].options == {}
@@ -79,7 +78,7 @@ def test_entries_record_their_options(entries) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("dataset", ["sick", "mrpc"])
 @pytest.mark.parametrize("split", ["train", "test"])
-def test_python_reads_return_the_entry_asked_for(store_path: Path, entries, dataset: str, split: str) -> None:  # noqa: ANN001
+def test_python_reads_return_the_entry_asked_for(store_path: Path, entries, dataset: str, split: str) -> None:
     store = open_store(store_path, create=False)
     for feature, params, key in (("wup", {"preset": "uerbert-code"}, "wup-variant"),
                                  ("dep", {"nu": 0.25}, "dep-variant"),
@@ -104,7 +103,7 @@ def test_python_reads_return_the_entry_asked_for(store_path: Path, entries, data
         assert by_key[column].to_list() == df[column].to_list()
 
 
-def test_variants_differ_from_defaults(store_path: Path, entries) -> None:  # noqa: ANN001
+def test_variants_differ_from_defaults(store_path: Path, entries) -> None:
     """The two entries really hold different values, so the reads above can tell them apart."""
     store = open_store(store_path, create=False)
     keys = store.pair_rows("sick", "test")["pair_key"].to_list()
@@ -114,7 +113,7 @@ def test_variants_differ_from_defaults(store_path: Path, entries) -> None:  # no
                                                         stored(store, entries["dep-variant"], keys, "subgraph")))
 
 
-def test_show_and_store_frame_say_which_entry(store_path: Path, entries) -> None:  # noqa: ANN001
+def test_show_and_store_frame_say_which_entry(store_path: Path, entries) -> None:
     out = cli("show", "--dataset", "sick", "--pair", "2", "--feature", "wup", "--store", store_path)
     assert f"wup@{entries['wup'].version} entry {entries['wup'].key[:12]} default" in out
     assert "split train (of train, test" in out
@@ -142,7 +141,7 @@ def test_show_and_store_frame_say_which_entry(store_path: Path, entries) -> None
     assert {e["entry"] for e in full["entries"]} >= {e.key for e in entries.values()}
 
 
-def test_train_and_eval_use_the_entry_asked_for(store_path: Path, entries, tmp_path: Path) -> None:  # noqa: ANN001
+def test_train_and_eval_use_the_entry_asked_for(store_path: Path, entries, tmp_path: Path) -> None:
     backbone = tiny_backbone(tmp_path / "backbone")
     common = ["--backbone", backbone, "--store", store_path, "--epochs", 1, "--batch-size", 4, "--max-length", 64,
               "--no-progress"]
@@ -195,7 +194,7 @@ def test_incomplete_entry_names_the_build_that_completes_it(tmp_path: Path) -> N
     assert df["wup"].null_count() == 0 and df.height == 5
 
 
-def test_selecting_by_a_shared_parameter_keeps_the_default(store_path: Path, entries) -> None:  # noqa: ANN001
+def test_selecting_by_a_shared_parameter_keeps_the_default(store_path: Path, entries) -> None:
     """A parameter both entries share does not select the variant: its non-default option
     was not asked for."""
     store = open_store(store_path, create=False)
@@ -203,7 +202,7 @@ def test_selecting_by_a_shared_parameter_keeps_the_default(store_path: Path, ent
     assert store.select("wup", dataset="sick", split="test", params=params)[0].key == entries["wup"].key
 
 
-def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_path: Path) -> None:  # noqa: ANN001
+def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_path: Path) -> None:
     """Two default entries that both hold the split (here one written without a record of its
     options, as older stores have them): the read lists both with the flag that picks each."""
     import shutil

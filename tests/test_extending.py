@@ -19,7 +19,7 @@ from tests.trainers_fixtures import tiny_backbone
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
-def load(name: str):  # noqa: ANN201 - a module
+def load(name: str):
     spec = importlib.util.spec_from_file_location(f"prior_examples_{name}", EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -28,7 +28,7 @@ def load(name: str):  # noqa: ANN201 - a module
 
 
 @pytest.fixture
-def registered(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def registered(monkeypatch: pytest.MonkeyPatch):
     import pipeline.features.registry as features
     import trainers.models as models
 
@@ -49,7 +49,7 @@ def cli(*args: object) -> str:
     return result.output
 
 
-def test_extending_a_feature_and_a_model_end_to_end(registered, tmp_path: Path) -> None:  # noqa: ANN001
+def test_extending_a_feature_and_a_model_end_to_end(registered, tmp_path: Path) -> None:
     store_path = tmp_path / "store"
     cli("build", "--dataset", "sick", "--split", "train,trial", "--features", "overlap", "--parser", "spacy",
         "--limit", 6, "--workers", 0, "--store", store_path)

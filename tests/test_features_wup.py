@@ -49,21 +49,21 @@ def pair(a: list[tuple[str, str, str]], b: list[tuple[str, str, str]]) -> tuple[
 
 
 @pytest.fixture(scope="module")
-def feature(wordnet) -> WupFeature:  # noqa: ANN001
+def feature(wordnet) -> WupFeature:
     f = WupFeature()
     f.setup()
     return f
 
 
 @pytest.fixture(scope="module")
-def code_feature(wordnet) -> WupFeature:  # noqa: ANN001
+def code_feature(wordnet) -> WupFeature:
     f = WupFeature(preset="uerbert-code")
     f.setup()
     return f
 
 
 @pytest.fixture(scope="module")
-def uer_feature(wordnet) -> WupFeature:  # noqa: ANN001
+def uer_feature(wordnet) -> WupFeature:
     f = WupFeature(preset="uerbert-uer")
     f.setup()
     return f
@@ -74,17 +74,17 @@ def is_name(upos: str, ent: str) -> bool:
     return upos == "PROPN" or ent in NAME_ENTITIES
 
 
-def senses(wn, word: str, lemma: str, upos: str) -> list:  # noqa: ANN001
+def senses(wn, word: str, lemma: str, upos: str) -> list:
     """The default's lookup: lemma, then surface form, lowercased, POS-restricted when mapped."""
     pos = UPOS_TO_WN.get(upos)
     return wn.synsets(lemma.lower(), pos=pos) or wn.synsets(word.lower(), pos=pos)
 
 
-def hierarchy(s) -> str:  # noqa: ANN001
+def hierarchy(s) -> str:
     return "a" if s.pos() in "as" else s.pos()
 
 
-def reference_cell(wn, a: tuple[str, str, str, str], b: tuple[str, str, str, str]) -> float:  # noqa: ANN001
+def reference_cell(wn, a: tuple[str, str, str, str], b: tuple[str, str, str, str]) -> float:
     """FORMULAS.md's default, straight from nltk calls (no code of ours)."""
     (wa, la, ua, ea), (wb, lb, ub, eb) = a, b
     if is_name(ua, ea) or is_name(ub, eb):
@@ -98,7 +98,7 @@ def reference_cell(wn, a: tuple[str, str, str, str], b: tuple[str, str, str, str
     return max([v for v in values if v is not None], default=0.0)
 
 
-def assert_matches_reference(wn, feature: WupFeature, a: Parse, b: Parse) -> int:  # noqa: ANN001
+def assert_matches_reference(wn, feature: WupFeature, a: Parse, b: Parse) -> int:
     got = feature.compute([(a, b)])[0]["wup"]
     assert got.dtype == np.float32 and got.shape == (len(a), len(b))
     rows_a = list(zip(a.words, a.lemmas, a.upos, a.ents))
@@ -110,19 +110,17 @@ def assert_matches_reference(wn, feature: WupFeature, a: Parse, b: Parse) -> int
     return len(rows_a) * len(rows_b)
 
 
-def test_wup_cells_equal_nltk_on_mrpc_words(wordnet, feature: WupFeature) -> None:  # noqa: ANN001
+def test_wup_cells_equal_nltk_on_mrpc_words(wordnet, feature: WupFeature) -> None:
     cells = assert_matches_reference(wordnet, feature, *pair(MRPC_WORDS_A, MRPC_WORDS_B))
     cells += assert_matches_reference(wordnet, feature, *pair(MRPC_WORDS_B, MRPC_WORDS_A))
     assert cells == 2 * 14 * 14
 
 
-def test_wup_engine_equals_nltk_on_random_synsets(wordnet) -> None:  # noqa: ANN001
+def test_wup_engine_equals_nltk_on_random_synsets(wordnet) -> None:
     """Synset level, all parts of speech, identical synsets, different POS: nltk's exact value."""
     engine = WuPalmer(wordnet)
     rng = random.Random(7)
-    words = ("dog cat chef fireman car automobile witness evidence chain company stock share quarter "
-             "profit price market run walk say tell buy sell rise fall accuse call own distort refer "
-             "be have make take good large new big bad only deliberately quickly").split()
+    words = ["dog", "cat", "chef", "fireman", "car", "automobile", "witness", "evidence", "chain", "company", "stock", "share", "quarter", "profit", "price", "market", "run", "walk", "say", "tell", "buy", "sell", "rise", "fall", "accuse", "call", "own", "distort", "refer", "be", "have", "make", "take", "good", "large", "new", "big", "bad", "only", "deliberately", "quickly"]
     by_pos: dict[str, list] = {"n": [], "v": [], "a": [], "r": []}
     for w in words:
         for syn in wordnet.synsets(w):
@@ -140,7 +138,7 @@ def test_wup_engine_equals_nltk_on_random_synsets(wordnet) -> None:  # noqa: ANN
             assert got == pytest.approx(want, abs=1e-12), (s1, s2)
 
 
-def test_wup_engine_known_quirks(wordnet) -> None:  # noqa: ANN001
+def test_wup_engine_known_quirks(wordnet) -> None:
     engine = WuPalmer(wordnet)
     dog, cat = "dog.n.01", "cat.n.01"
     assert engine.similarity(dog, cat) == pytest.approx(0.8571428571428571)
@@ -173,7 +171,7 @@ def test_wup_proper_names_identical_only(feature: WupFeature) -> None:
     assert s[4, 4] == 0.0                 # a NOUN inside an ORG name is a name too
 
 
-def test_wup_date_and_number_words_are_ordinary_words(feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+def test_wup_date_and_number_words_are_ordinary_words(feature: WupFeature, wordnet) -> None:
     """"day" in "one day" (DATE) against "mother": WordNet's value, not the name rule's 0."""
     a = make_parse([("one", "one", "NUM"), ("day", "day", "NOUN")], ["DATE", "DATE"])
     b = make_parse([("his", "his", "PRON"), ("mother", "mother", "NOUN")])
@@ -211,7 +209,7 @@ def snli_test_pairs() -> list[tuple[Parse, Parse]]:
 
 
 def test_wup_snli_date_time_number_words_keep_their_wordnet_value(
-        snli_test_pairs: list[tuple[Parse, Parse]], feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+        snli_test_pairs: list[tuple[Parse, Parse]], feature: WupFeature, wordnet) -> None:
     """No cell where a word inside a DATE, TIME or number entity scores 0 against a word it
     shares a WordNet hierarchy with (real parses); version 1's rule zeroed nearly all of them."""
     names_v1 = WupFeature(name_entities="any")
@@ -271,7 +269,7 @@ def test_wup_not_in_wordnet_and_stop_words_are_zero(feature: WupFeature) -> None
     assert not s.any()
 
 
-def test_wup_pos_restriction(feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+def test_wup_pos_restriction(feature: WupFeature, wordnet) -> None:
     run_n, run_v = ("run", "run", "NOUN"), ("run", "run", "VERB")
     sprint_v, dog_n = ("sprint", "sprint", "VERB"), ("dog", "dog", "NOUN")
     s = feature.compute([pair([run_n, run_v], [sprint_v, dog_n, run_n])])[0]["wup"]
@@ -303,7 +301,7 @@ def test_wup_adjectives_meet_in_simulated_root(feature: WupFeature) -> None:
     np.testing.assert_allclose(s[0]["wup"], [[0.5, 1.0]])
 
 
-def script_cell(wn, word: str, targ: str, script: str) -> float:  # noqa: ANN001
+def script_cell(wn, word: str, targ: str, script: str) -> float:
     """One cell by the rules of the authors' scripts, restated with plain nltk calls.
 
     ``"esim"``: ESIM/scripts/preprocessing/get_similarity.py (what the authors run): only its
@@ -337,8 +335,8 @@ def script_cell(wn, word: str, targ: str, script: str) -> float:  # noqa: ANN001
     return float(script == "esim" and a == b)
 
 
-SCRIPT_A = "Amrozi accused his bought into in dog car good first oov".split()
-SCRIPT_B = "amrozi charged the purchase cat in into automobile bad second".split()
+SCRIPT_A = ["Amrozi", "accused", "his", "bought", "into", "in", "dog", "car", "good", "first", "oov"]
+SCRIPT_B = ["amrozi", "charged", "the", "purchase", "cat", "in", "into", "automobile", "bad", "second"]
 
 
 def preset_matrix(feature: WupFeature) -> np.ndarray:
@@ -350,7 +348,7 @@ def cell(s: np.ndarray, a: str, b: str) -> float:
     return float(s[SCRIPT_A.index(a), SCRIPT_B.index(b)])
 
 
-def test_wup_uerbert_code_follows_the_esim_script(code_feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+def test_wup_uerbert_code_follows_the_esim_script(code_feature: WupFeature, wordnet) -> None:
     s = preset_matrix(code_feature)
     for i, wa in enumerate(SCRIPT_A):
         for j, wb in enumerate(SCRIPT_B):
@@ -370,7 +368,7 @@ def test_wup_uerbert_code_follows_the_esim_script(code_feature: WupFeature, word
     assert code_feature.code_similarity("Amrozi's", "amrozis") == 1.0
 
 
-def test_wup_uerbert_uer_follows_the_uer_function(uer_feature: WupFeature, wordnet) -> None:  # noqa: ANN001
+def test_wup_uerbert_uer_follows_the_uer_function(uer_feature: WupFeature, wordnet) -> None:
     s = preset_matrix(uer_feature)
     for i, wa in enumerate(SCRIPT_A):
         for j, wb in enumerate(SCRIPT_B):
@@ -384,7 +382,7 @@ def test_wup_uerbert_uer_follows_the_uer_function(uer_feature: WupFeature, wordn
     assert uer_feature.code_similarity("oov", "oov") == 1.0  # an ordinary key: no synsets, same key
 
 
-def test_wup_params_resolved_and_stable(wordnet) -> None:  # noqa: ANN001
+def test_wup_params_resolved_and_stable(wordnet) -> None:
     default = WupFeature().params()
     assert default == WupFeature().params()
     assert pickle.loads(pickle.dumps(WupFeature())).params() == default
@@ -418,7 +416,7 @@ def test_wup_pickles_without_wordnet_or_caches(feature: WupFeature) -> None:
     assert clone._cells is feature._cells and clone._engine is feature._engine
 
 
-def test_wup_refuses_a_different_wordnet_than_its_params(wordnet) -> None:  # noqa: ANN001
+def test_wup_refuses_a_different_wordnet_than_its_params(wordnet) -> None:
     f = WupFeature(preset="uerbert-code")
     state = f.__getstate__() | {"_version": "wordnet-3.0:" + "0" * 32}
     clone = WupFeature.__new__(WupFeature)
@@ -446,7 +444,7 @@ def _mrpc_file() -> Path | None:
 
 
 @pytest.mark.slow
-def test_wup_equals_nltk_on_mrpc_parsed_by_spacy(wordnet, feature: WupFeature) -> None:  # noqa: ANN001
+def test_wup_equals_nltk_on_mrpc_parsed_by_spacy(wordnet, feature: WupFeature) -> None:
     """A few thousand real word pairs: MRPC train pairs tagged by spaCy, every cell vs nltk."""
     spacy = pytest.importorskip("spacy")
     path = _mrpc_file()
@@ -464,7 +462,7 @@ def test_wup_equals_nltk_on_mrpc_parsed_by_spacy(wordnet, feature: WupFeature) -
     rows = path.read_text(encoding="utf-8-sig").splitlines()[1:101]
     texts = [t for r in rows for t in r.split("\t")[3:5]]
 
-    def to_parse(doc) -> Parse:  # noqa: ANN001
+    def to_parse(doc) -> Parse:
         return Parse(tuple(t.text for t in doc), tuple(t.lemma_ for t in doc), tuple(t.pos_ for t in doc),
                      tuple(t.tag_ for t in doc), (0,) * len(doc), ("dep",) * len(doc),
                      tuple(t.ent_type_ for t in doc))

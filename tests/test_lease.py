@@ -12,8 +12,18 @@ import pytest
 from featurestore import StoreError, open_store
 from featurestore.catalog import SEGMENTS, new_segment_id
 from featurestore.errors import DataError, SegmentLostError
-from featurestore.lease import (LEASES, Lease, LeaseInfo, check_live, claim, claims, clean_dead, lease_seconds,
-                                read_lease, read_leases)
+from featurestore.lease import (
+    LEASES,
+    Lease,
+    LeaseInfo,
+    check_live,
+    claim,
+    claims,
+    clean_dead,
+    lease_seconds,
+    read_lease,
+    read_leases,
+)
 from featurestore.maintenance import gc_store, verify_store
 
 

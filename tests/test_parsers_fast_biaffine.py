@@ -13,8 +13,14 @@ from featurestore.errors import ResourceError
 from pipeline.parsers import fingerprint_of
 from pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
 from pipeline.parsers.conllu import read_conllu
-from pipeline.parsers.fast_biaffine import (FastBiaffine, batch_tensors, fused_lstm, greedy_is_tree,
-                                            quantize_dynamic_int8, resolve_device)
+from pipeline.parsers.fast_biaffine import (
+    FastBiaffine,
+    batch_tensors,
+    fused_lstm,
+    greedy_is_tree,
+    quantize_dynamic_int8,
+    resolve_device,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = ROOT / "data" / "ud_ewt_slice"

@@ -55,10 +55,9 @@ def test_parsers_biaffine_matches_supar_predict(trained: Path) -> None:
 
 def test_parsers_supar_compat_trusted_load_is_scoped() -> None:
     original = torch.load
-    with pytest.raises(RuntimeError):
-        with trusted_supar_load():
-            assert torch.load is not original
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), trusted_supar_load():
+        assert torch.load is not original
+        raise RuntimeError("boom")
     assert torch.load is original
 
 
@@ -100,7 +99,7 @@ def test_parsers_train_resume_continues_a_stopped_run(tmp_path: Path, monkeypatc
     # a run "killed" after 2 of 3 epochs: supar reloads its best checkpoint only at the very end
     real_load = BiaffineDependencyParser.load
 
-    def killed(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def killed(*a, **k):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(BiaffineDependencyParser, "load", killed)

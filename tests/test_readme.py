@@ -90,4 +90,4 @@ def test_readme_commands_run_as_written(tmp_path: Path, monkeypatch: pytest.Monk
             ran.append(args[0] if args[0] not in ("store", "parser", "embed") else " ".join(args[:2]))
     assert {"build", "show", "store frame", "train", "eval", "embed counterfit"} <= set(ran)
     for source in blocks(text, "python"):
-        exec(compile(source, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+        exec(compile(source, "README.md", "exec"), {})

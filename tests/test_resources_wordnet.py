@@ -107,7 +107,7 @@ def test_wordnet_loads_offline_from_debian_in_fresh_process(tmp_path: Path) -> N
     assert out[3].startswith("wordnet-3.0:") and len(out[3]) == len("wordnet-3.0:") + 32
 
 
-def test_wordnet_loaded_reader_is_wordnet_30(wordnet) -> None:  # noqa: ANN001
+def test_wordnet_loaded_reader_is_wordnet_30(wordnet) -> None:
     dog, cat = wordnet.synset("dog.n.01"), wordnet.synset("cat.n.01")
     assert wordnet.get_version() == "3.0" and dog.offset() == 2084071
     assert round(dog.wup_similarity(cat), 3) == 0.857
@@ -115,14 +115,14 @@ def test_wordnet_loaded_reader_is_wordnet_30(wordnet) -> None:  # noqa: ANN001
     assert wnres.load_wordnet() is wordnet
 
 
-def test_wordnet_version_is_stable(wordnet) -> None:  # noqa: ANN001
+def test_wordnet_version_is_stable(wordnet) -> None:
     v = wnres.wordnet_version(wordnet)
     assert v == wnres.wordnet_version(wordnet)
     assert v.startswith("wordnet-3.0:")
 
 
 @needs_debian
-def test_wordnet_version_without_nltk_equals_loaded_reader(wordnet, tmp_path: Path) -> None:  # noqa: ANN001
+def test_wordnet_version_without_nltk_equals_loaded_reader(wordnet, tmp_path: Path) -> None:
     """The fast id (files only, nltk never imported: every no-op build needs it) is the id of
     the database nltk actually loads."""
     env = {k: v for k, v in os.environ.items() if k not in ("NLTK_DATA", wnres.ENV_DIR)}
@@ -160,7 +160,7 @@ def test_wordnet_private_copy_installed_meanwhile_is_kept(tmp_path: Path, monkey
     (root / "corpora").mkdir(parents=True)
 
     @contextmanager
-    def other_process_finishes_first(path):  # noqa: ANN001, ANN202
+    def other_process_finishes_first(path):
         os.replace(done / "corpora" / "wordnet", root / "corpora" / "wordnet")
         yield
 

@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cli.pairview import format_pair, pair_view
 from cli.show import show_cmd
 from featurestore import open_store
 from featurestore.errors import PriorError
-from cli.pairview import format_pair, pair_view
 from layouts.views import DEP_VIEWS, dafa_matrix, dep_view_name
 from pipeline.features.dep import subgraph_matrix, trigram_matrix
 from pipeline.features.forms import word_forms

@@ -8,23 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
 from featurestore.errors import PriorError
+from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
 from trainers.data import MissingFeatureError, load_split
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def store(tmp_path_factory: pytest.TempPathFactory):
     return tiny_store(tmp_path_factory.mktemp("store") / "s")
 
 
-def positions(data, i: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+def positions(data, i: int) -> tuple[np.ndarray, np.ndarray]:
     row = data.rows[i]
     return data.encoded.seg[row], data.encoded.wid[row]
 
 
 @pytest.mark.parametrize("feature", ["wup", "dep"])
-def test_data_pair_features_land_on_their_pieces(store, feature: str) -> None:  # noqa: ANN001
+def test_data_pair_features_land_on_their_pieces(store, feature: str) -> None:
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature=feature)
     batch = data.batch_arrays(np.arange(len(data)))
     grid = batch["prior_grid"]
@@ -42,7 +42,7 @@ def test_data_pair_features_land_on_their_pieces(store, feature: str) -> None:  
                     assert grid[i, p, q] == 1.0
 
 
-def test_data_sdoi_and_embeddings(store) -> None:  # noqa: ANN001
+def test_data_sdoi_and_embeddings(store) -> None:
     tok = tiny_tokenizer()
     sd = load_split(store, "toy", "train", tok, feature="sdoi").batch_arrays(np.arange(4))
     assert sd["sdoi_mask"].dtype == bool
@@ -56,7 +56,7 @@ def test_data_sdoi_and_embeddings(store) -> None:  # noqa: ANN001
     assert (vec[0, 1] != 0).all()  # "the"
 
 
-def test_data_labels_and_per_batch_padding(store) -> None:  # noqa: ANN001
+def test_data_labels_and_per_batch_padding(store) -> None:
     data = load_split(store, "toy", "test", tiny_tokenizer())
     assert data.label_names == ("0", "1")
     assert data.labels.tolist() == [int(p[4]) for p in PAIRS]
@@ -65,7 +65,7 @@ def test_data_labels_and_per_batch_padding(store) -> None:  # noqa: ANN001
     assert b["attention_mask"].all()
 
 
-def test_data_shards_by_rank_cover_everything_evenly(store) -> None:  # noqa: ANN001
+def test_data_shards_by_rank_cover_everything_evenly(store) -> None:
     data = load_split(store, "toy", "train", tiny_tokenizer())
     sub = data.subset(np.array([0, 1, 2]))
     shards = [sub.order(True, seed=3, epoch=1, rank=r, world=2) for r in range(2)]
@@ -91,7 +91,7 @@ def test_data_missing_feature_command_names_parser_and_embeddings(tmp_path: Path
     assert "prior embed train" in str(err.value)
 
 
-def test_data_truncation_keeps_alignment(store) -> None:  # noqa: ANN001
+def test_data_truncation_keeps_alignment(store) -> None:
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup", max_length=9)
     grid = data.batch_arrays(np.array([0]))["prior_grid"][0]
     seg, wid = positions(data, 0)
@@ -102,7 +102,7 @@ def test_data_truncation_keeps_alignment(store) -> None:  # noqa: ANN001
                 assert grid[p, q] == pytest.approx(pair_value(0, wid[p], wid[q]))
 
 
-def test_data_fingerprint_records_entries_and_parser(store) -> None:  # noqa: ANN001
+def test_data_fingerprint_records_entries_and_parser(store) -> None:
     """What a checkpoint's prior.json records about the data: the feature entry keys and the
     parse (id and parser fingerprint) the words came from, also for a model without feature."""
     dep = load_split(store, "toy", "train", tiny_tokenizer(), feature="dep")
@@ -112,7 +112,7 @@ def test_data_fingerprint_records_entries_and_parser(store) -> None:  # noqa: AN
     assert plain.fingerprint["entries"] == {} and plain.fingerprint["parse"] == dep.fingerprint["parse"]
 
 
-def test_data_dep_view_gives_dafa_ablations(store) -> None:  # noqa: ANN001
+def test_data_dep_view_gives_dafa_ablations(store) -> None:
     """`dep_view` switches DAFA's components off (tiny store: S = 0, tf-idf = 1): without the
     trigram matrix M_F = |S|·tf tfᵀ = 0, so every A↔B cell holds the neutral 1; without S it
     equals the full matrix; the view is part of the data fingerprint."""
@@ -141,7 +141,7 @@ def test_data_derangement_moves_every_pair() -> None:
 
 
 @pytest.mark.parametrize("feature", ["wup", "dep", "sdoi", "emb"])
-def test_data_destroyed_features_reach_the_batch(store, feature: str) -> None:  # noqa: ANN001
+def test_data_destroyed_features_reach_the_batch(store, feature: str) -> None:
     """`neutral` puts the feature's neutral value everywhere; `shuffled` gives each pair
     another pair's values, cut or filled to its own words."""
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature=feature)
@@ -163,7 +163,7 @@ def test_data_destroyed_features_reach_the_batch(store, feature: str) -> None:  
         data.with_features("gone")
 
 
-def test_data_shuffled_pair_matrix_is_the_donors(store) -> None:  # noqa: ANN001
+def test_data_shuffled_pair_matrix_is_the_donors(store) -> None:
     from trainers.sources import derangement
 
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from layouts.ragged import Ragged
 from tests.trainers_fixtures import tiny_tokenizer
 from trainers.data import encode_pairs
-from layouts.ragged import Ragged
 from trainers.grid import mask_grid, pair_grid, word_rows
 
 A = ["the", "unbelievable", "cat"]  # "unbelievable" → un ##believ ##able
@@ -16,7 +16,7 @@ B = ["a", "dog", "sat"]
 S = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]], dtype=np.float32)  # A × B
 
 
-def encode(max_length: int = 64):  # noqa: ANN201
+def encode(max_length: int = 64):
     enc = encode_pairs(tiny_tokenizer(), [A], [B], max_length)
     L = int(enc.lengths[0])
     return enc.seg[:, :L], enc.wid[:, :L], enc

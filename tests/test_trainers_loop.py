@@ -35,7 +35,7 @@ def run(*args: str) -> str:
     return result.output
 
 
-def invoke_train(model: str, store: Path, backbone: Path, out: Path, *extra: str):  # noqa: ANN201
+def invoke_train(model: str, store: Path, backbone: Path, out: Path, *extra: str):
     """`prior train MODEL` on the toy store, result unchecked (for tests of failures)."""
     return CliRunner().invoke(app(), ["train", model, "--backbone", str(backbone), "--dataset", "toy",
                                       "--store", str(store), "--output", str(out), *extra, "--no-progress"])

@@ -38,7 +38,7 @@ def features(name: str, seed: int = 0) -> dict[str, torch.Tensor]:
     return {}
 
 
-def make(name: str, seed: int = 0, options: dict | None = None, **cfg):  # noqa: ANN201
+def make(name: str, seed: int = 0, options: dict | None = None, **cfg):
     torch.manual_seed(seed)
     config = tiny_config(**cfg)
     config.prior_options = {"embedding_dim": E} if name == "gibert" else {}
@@ -65,7 +65,7 @@ def test_models_regression_head(name: str) -> None:
     assert out.logits.shape == (B, 1) and torch.isfinite(out.loss)
 
 
-def same_weights(name: str, **options):  # noqa: ANN201
+def same_weights(name: str, **options):
     """(bert, model) where every weight the two share is equal."""
     model = make(name, seed=1, options=options, attn_implementation="eager").eval()
     bert = make("bert", seed=2, attn_implementation="eager").eval()

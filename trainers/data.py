@@ -273,7 +273,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
                    "parse": used, "parser": parsers.get(used) if used else None,
                    "entries": dict(source.fingerprint) if source else {}}
-    if read is not None and read != feature or feature == "dep":
+    if (read is not None and read != feature) or feature == "dep":
         fingerprint["dep_view"] = read
     counts = np.array([[len(words[a]), len(words[b])] for a, b in zip(key_a, key_b)], dtype=np.int64)
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),

@@ -52,8 +52,7 @@ from featurestore.names import check_name
 from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES, PriorBertModel
-from trainers.registry import (TrainSettings, default_settings, parse_model_name,
-                               task_for)
+from trainers.registry import TrainSettings, default_settings, parse_model_name, task_for
 
 META_FILE = "prior.json"
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
@@ -150,8 +149,14 @@ def progress_bar(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
@@ -187,13 +192,13 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
         note = f"split {dev_split}"
     else:
         perm = np.random.default_rng(0).permutation(len(train))
-        n_dev = max(1, int(round(cfg.dev_fraction * len(train))))
+        n_dev = max(1, round(cfg.dev_fraction * len(train)))
         dev, train = train.subset(np.sort(perm[:n_dev])), train.subset(np.sort(perm[n_dev:]))
         note = f"{n_dev} pairs held out of {cfg.train_split} (seed 0)"
     if cfg.sample is not None:
         if not 0 < cfg.sample <= 1:
             raise PriorError(f"--sample must be in (0, 1], not {cfg.sample}")
-        n = max(1, int(round(cfg.sample * len(train))))
+        n = max(1, round(cfg.sample * len(train)))
         pick = np.random.default_rng(cfg.sample_seed).permutation(len(train))[:n]
         train = train.subset(np.sort(pick))
     evals = {s: load_split(store, cfg.dataset, s, tokenizer, **kw) for s in cfg.eval_splits}
@@ -525,4 +530,4 @@ def check_train_split(store: Store, dataset: str | None, split: str = "train") -
     raise NotFoundError(f"{store.location} has no {dataset}/{split}; datasets with a {split} split: {listed}")
 
 
-__all__ = ["TrainConfig", "train", "evaluate_checkpoint", "load_checkpoint", "predict", "evaluate"]
+__all__ = ["TrainConfig", "evaluate", "evaluate_checkpoint", "load_checkpoint", "predict", "train"]

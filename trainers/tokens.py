@@ -18,6 +18,7 @@ import numpy as np
 from featurestore.errors import PriorError
 from trainers.grid import token_positions
 
+
 @dataclass(frozen=True)
 class Encoded:
     """A split tokenized once: (N, L) arrays padded to the longest pair, and lengths."""

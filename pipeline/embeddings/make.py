@@ -60,7 +60,7 @@ def without_spaced_words(emb: Embeddings) -> tuple[Embeddings, int]:
 class _StoredParse:
     """The three fields dependency contexts need, from a store row."""
 
-    __slots__ = ("words", "heads", "rels")
+    __slots__ = ("heads", "rels", "words")
 
     def __init__(self, words: list[str], heads: list[int], rels: list[str]) -> None:
         self.words, self.heads, self.rels = words, heads, rels

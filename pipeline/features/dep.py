@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from featurestore.errors import DataError, PriorError
 from layouts.kinds import PairMatrix
 from pipeline.features.base import FeatureBase
-from featurestore.errors import DataError, PriorError
 from pipeline.features.forms import WordCompare, check_compare, word_forms
 from pipeline.parsers.base import Parse
 

@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from featurestore.errors import NotFoundError, PriorError, ResourceError
 from layouts.kinds import WordIds
 from pipeline.features.base import FeatureBase
-from featurestore.errors import NotFoundError, PriorError, ResourceError
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from featurestore.errors import DataError, PriorError
 from layouts.kinds import SentenceMask
 from pipeline.features.base import FeatureBase
-from featurestore.errors import DataError, PriorError
 from pipeline.parsers.base import Parse
 
 RELATIONS = ("ancestor-or-self", "span-interval")

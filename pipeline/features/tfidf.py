@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from featurestore.errors import PriorError, ResourceError
 from layouts.kinds import SentenceVector
 from pipeline.features.base import FeatureBase
-from featurestore.errors import PriorError, ResourceError
 from pipeline.features.forms import WordCompare, check_compare, word_forms
 from pipeline.parsers.base import Parse
 

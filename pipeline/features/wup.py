@@ -81,9 +81,9 @@ from typing import Any
 
 import numpy as np
 
+from featurestore.errors import PriorError, ResourceError
 from layouts.kinds import PairMatrix
 from pipeline.features.base import FeatureBase
-from featurestore.errors import PriorError, ResourceError
 from pipeline.features.wupalmer import SynsetInfo, WuPalmer
 from pipeline.parsers.base import Parse
 from pipeline.resources.wn_hierarchy import table_for
@@ -138,7 +138,7 @@ def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int = _CACH
 class _SenseSet:
     """The synsets of one lookup: their data by hierarchy for the max, ids for sharing."""
 
-    __slots__ = ("members", "by_hierarchy")
+    __slots__ = ("by_hierarchy", "members")
 
     def __init__(self, ids: Sequence[int], engine: WuPalmer) -> None:
         self.members = frozenset(ids)
@@ -171,7 +171,7 @@ def resolve_name_entities(value: str | Iterable[str] | None) -> tuple[str, ...] 
 class _CodeWord:
     """One key of the uerbert-code and uerbert-uer presets."""
 
-    __slots__ = ("key", "stop", "synsets", "related")
+    __slots__ = ("key", "related", "stop", "synsets")
 
     def __init__(self, key: str, stop: bool, synsets: tuple[SynsetInfo, ...],
                  related: frozenset[str]) -> None:
@@ -382,8 +382,8 @@ class WupFeature(FeatureBase):
     def matrix(self, a: Parse, b: Parse) -> np.ndarray:
         """S for one pair under the default preset."""
         self.setup()
-        sa = [self.word_senses(w, l, u, e) for w, l, u, e in zip(a.words, a.lemmas, a.upos, a.ents)]
-        sb = [self.word_senses(w, l, u, e) for w, l, u, e in zip(b.words, b.lemmas, b.upos, b.ents)]
+        sa = [self.word_senses(*word) for word in zip(a.words, a.lemmas, a.upos, a.ents)]
+        sb = [self.word_senses(*word) for word in zip(b.words, b.lemmas, b.upos, b.ents)]
         out = np.zeros((len(sa), len(sb)), dtype=np.float32)
         content_b = [(j, s) for j, s in enumerate(sb) if s > 0]
         proper_b = [j for j, s in enumerate(sb) if s < 0]

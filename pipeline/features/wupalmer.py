@@ -44,7 +44,7 @@ _HIERARCHY = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
 class SynsetInfo:
     """What nltk's algorithm needs of one synset; ancestors are synset ids of the table."""
 
-    __slots__ = ("id", "pos", "hierarchy", "noun", "dist", "ecc", "spd", "anc", "unique")
+    __slots__ = ("anc", "dist", "ecc", "hierarchy", "id", "noun", "pos", "spd", "unique")
 
     def __init__(self, id_: int, pos: str, dist: dict[int, int], min_depth: Sequence[int]) -> None:
         self.id = id_

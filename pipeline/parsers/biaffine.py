@@ -28,12 +28,24 @@ from typing import Any
 import torch
 
 from featurestore.errors import ResourceError
-from pipeline.parsers.artifact import (SENTENCES_FOR_BIAFFINE, LoadedModel, biaffine_fingerprint, default_model_dir,
-                                       load_artifact, model_settings_from_supar, vocabularies_from_supar)
+from pipeline.parsers.artifact import (
+    SENTENCES_FOR_BIAFFINE,
+    LoadedModel,
+    biaffine_fingerprint,
+    default_model_dir,
+    load_artifact,
+    model_settings_from_supar,
+    vocabularies_from_supar,
+)
 from pipeline.parsers.base import Parse
 from pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
-from pipeline.parsers.spacy_backend import (SpacyAnnotator, doc_to_parse, fingerprint_of_package, shared_annotator,
-                                            splitter_of_package)
+from pipeline.parsers.spacy_backend import (
+    SpacyAnnotator,
+    doc_to_parse,
+    fingerprint_of_package,
+    shared_annotator,
+    splitter_of_package,
+)
 from pipeline.parsers.supar_compat import quiet_supar_warnings
 
 DEFAULT_BATCH_TOKENS = 5000
@@ -53,7 +65,7 @@ def load_supar_model(spec: str) -> LoadedModel:
     try:
         with trusted_supar_load():
             parser = BiaffineDependencyParser.load(spec)
-    except Exception as exc:  # supar raises RuntimeError/URLError/KeyError/OSError variously
+    except Exception as exc:  # noqa: BLE001 - supar raises RuntimeError/URLError/KeyError/OSError variously
         raise ResourceError(
             f"cannot load supar model {spec!r} ({type(exc).__name__}: {exc}); give an existing file, "
             "a directory exported by `prior parser train`, or a supar model name while online; "

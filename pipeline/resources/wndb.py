@@ -115,7 +115,7 @@ class _Named:
 class Lemma(_Named):
     """One word form of a synset (nltk's ``Lemma``: ``name()``, ``synset()``, ``antonyms()``)."""
 
-    __slots__ = ("_synset", "_name", "_syntactic_marker")
+    __slots__ = ("_name", "_synset", "_syntactic_marker")
 
     def __init__(self, synset: Synset, name: str, syntactic_marker: str | None) -> None:
         self._synset = synset
@@ -147,8 +147,17 @@ class Synset(_Named):
     """One synset (nltk's ``Synset``, the part the Wu-Palmer feature uses), parsed from its data
     line when the reader is first asked for it; get synsets from a :class:`WndbReader`."""
 
-    __slots__ = ("_reader", "_offset", "_pos", "_name", "_lemmas", "_lemma_names", "_pointers",
-                 "_lemma_pointers", "_related_cache")
+    __slots__ = (
+        "_lemma_names",
+        "_lemma_pointers",
+        "_lemmas",
+        "_name",
+        "_offset",
+        "_pointers",
+        "_pos",
+        "_reader",
+        "_related_cache",
+    )
 
     def __init__(self, reader: WndbReader, offset: int, pos: str, lemmas: list[tuple[str, str | None]],
                  pointers: dict[str, list[tuple[str, int]]],
@@ -216,7 +225,7 @@ class Synset(_Named):
 class _Index:
     """One ``index.<pos>`` file: lemma -> (line number, line)."""
 
-    __slots__ = ("path", "_lines", "_start", "_dict")
+    __slots__ = ("_dict", "_lines", "_start", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -549,7 +558,7 @@ class WndbReader:
         if listed is None or offset not in listed:
             raise _file_error(path, where, f"index.{FILE_OF_POS[pos]} does not list this synset under "
                                            f"its first lemma {head!r}")
-        name = "%s.%s.%02i" % (head, pos, listed.index(offset) + 1)
+        name = f"{head}.{pos}.{listed.index(offset) + 1:02d}"
         return Synset(self, offset, pos, lemmas, pointers, lemma_pointers, name)
 
 

@@ -29,6 +29,7 @@ for feature fingerprints.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -183,10 +184,8 @@ def _install(source: Path, present: list[str], root: Path, target: Path, complet
             os.chmod(staging / "lexnames", 0o644)
         if target.exists():  # an incomplete or outdated copy: move it aside, then drop it
             old = Path(tempfile.mkdtemp(prefix=".wordnet-old-", dir=root / "corpora"))
-            try:
+            with contextlib.suppress(FileNotFoundError):  # another process moved it first
                 os.replace(target, old / "wordnet")
-            except FileNotFoundError:
-                pass  # another process moved it first
             shutil.rmtree(old, ignore_errors=True)
         try:
             os.replace(staging, target)
