@@ -25,7 +25,7 @@ def env_lines() -> list[tuple[str, str]]:
     try:
         import torch
 
-        lines.append(("cuda", torch.version.cuda + f" ({torch.cuda.device_count()} devices)"
+        lines.append(("cuda", f"{torch.version.cuda} ({torch.cuda.device_count()} devices)"
                       if torch.cuda.is_available() else "not available"))
     except ImportError:
         pass

@@ -89,7 +89,7 @@ def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tupl
         hit = rows.filter(rows["row"] == int(pair))
         if hit.height == 0:
             raise NotFoundError(f"{dataset}/{split} has no row {pair} "
-                                f"(rows {rows['row'].min()}–{rows['row'].max()})")
+                                f"(rows {rows['row'].min()!s}–{rows['row'].max()!s})")
         return split, hit.row(0, named=True), note
     if len(pair) < 6:
         raise PriorError(f"pair key {pair!r} is too short: give a row number or at least 6 "

@@ -75,7 +75,7 @@ def train(
     try:
         name, _ = parse_model_name(model)
         if dataset is None:
-            check_train_split(open_store(store, create=False), None)
+            dataset = check_train_split(open_store(store, create=False), None)
         overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "batch_size": batch_size,
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,

@@ -47,7 +47,8 @@ TARGET_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "resource": {"key": (str,), "kind": (str,), "meta": (dict,), "shapes": (dict,)},
 }
 # names a record stores that become file or array names (checked by names.name_problem)
-_NAMED = {"pairs": lambda t: [("dataset", t["dataset"]), ("split", t["split"])],
+_NAMED: dict[str, Callable[[dict[str, Any]], list[tuple[str, Any]]]] = {
+          "pairs": lambda t: [("dataset", t["dataset"]), ("split", t["split"])],
           "feature": lambda t: [("component", c) for c in t["components"]],
           "resource": lambda t: [("array", n) for n in t.get("shapes") or {}]}
 RECORD_FIELDS = {"id", "kind", "target", "files", "rows", "created", "meta", "lease", "checksum"}
@@ -90,8 +91,8 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
     if not isinstance(target, dict) or not isinstance(files, dict) or not files or not isinstance(raw["rows"], int):
         return "has no target, no files or no row count"
     optional = {"shapes"}
-    if missing := [f for f in TARGET_FIELDS[kind] if f not in target and f not in optional]:
-        return f"lacks target field(s) {missing}"
+    if absent := [f for f in TARGET_FIELDS[kind] if f not in target and f not in optional]:
+        return f"lacks target field(s) {absent}"
     if wrong := [f for f, types in TARGET_FIELDS[kind].items() if f in target and not isinstance(target[f], types)]:
         return f"has target field(s) {wrong} of the wrong type"
     for inner, info in files.items():

@@ -95,5 +95,4 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
     if view.combine is not None:
         values[view.column or feature] = view.combine(values, dict(view.options))
     everything = np.arange(df.height)
-    return df.with_columns(**{name: pl.from_arrow(nested_column(ragged, everything))
-                              for name, ragged in values.items()})
+    return df.with_columns([pl.Series(name, nested_column(ragged, everything)) for name, ragged in values.items()])

@@ -17,6 +17,7 @@ import os
 import posixpath
 import uuid
 from pathlib import Path
+from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -62,13 +63,13 @@ class StoreFS:
         return self.path(rel)
 
     def exists(self, rel: str) -> bool:
-        return self.fs.exists(self.path(rel))
+        return bool(self.fs.exists(self.path(rel)))
 
     def makedirs(self, rel: str) -> None:
         self.fs.makedirs(self._content(rel), exist_ok=True)
 
     def read_bytes(self, rel: str) -> bytes:
-        return self.fs.cat_file(self._content(rel))
+        return bytes(self.fs.cat_file(self._content(rel)))
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Write so that readers see either nothing or the whole file."""
@@ -119,5 +120,5 @@ class StoreFS:
             return
         self.fs.rm(path, recursive=True)
 
-    def open(self, rel: str, mode: str = "rb"):
+    def open(self, rel: str, mode: str = "rb") -> Any:  # an fsspec file object
         return self.fs.open(self._content(rel), mode)

@@ -153,7 +153,7 @@ def stale(fs: StoreFS, rel: str) -> bool:
         return False
     if modified.tzinfo is None:
         modified = modified.replace(tzinfo=UTC)
-    return (datetime.now(UTC) - modified).total_seconds() > lease_seconds()
+    return bool((datetime.now(UTC) - modified).total_seconds() > lease_seconds())
 
 
 def remove_lease(fs: StoreFS, lease_id: str) -> None:

@@ -152,8 +152,8 @@ def pairs_build_args(store: Store, dataset: str, split: str | None) -> list[str]
     if not current:
         return []
     args = list(current[-1].meta.get("build_args", []))
-    limits = [s.meta.get("limit") for s in current]
-    if split is not None and args and all(isinstance(n, int) for n in limits):
+    limits = [n for s in current if isinstance(n := s.meta.get("limit"), int)]
+    if split is not None and args and len(limits) == len(current):
         args += ["--limit", str(max(limits))]
     return args
 

@@ -47,7 +47,7 @@ from layouts.kinds import from_json as layout_from_json
 from layouts.kinds import to_json as layout_json
 from layouts.ragged import Ragged
 
-FORMAT = {"format": "prior-store", "version": 1}
+FORMAT: dict[str, Any] = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
 
@@ -166,6 +166,13 @@ class Resource:
     table: pa.Table
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def _source_of(segment: Segment) -> str:
@@ -337,7 +344,7 @@ class Store:
             known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
             raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
                                 f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
-        frames = [pl.from_arrow(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
+        frames = [_frame(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
 
@@ -357,8 +364,7 @@ class Store:
         return self._write_segment("sentences", {}, len(keys), _parquet_writer(self.fs, "sentences.parquet", table))
 
     def sentences(self) -> pl.DataFrame:
-        frames = [pl.from_arrow(_read_parquet(self.fs, s, "sentences.parquet"))
-                  for s in self.segments("sentences")]
+        frames = [_frame(_read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
         if not frames:
             return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
@@ -409,7 +415,7 @@ class Store:
                 continue
 
             def load(s: Segment = s) -> pl.DataFrame:
-                return pl.from_arrow(_read_parquet(self.fs, s, "parses.parquet", wanted))  # type: ignore[return-value]
+                return _frame(_read_parquet(self.fs, s, "parses.parquet", wanted))
 
             frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
             # filtered per segment: a worker reading one partition's sentences never holds the

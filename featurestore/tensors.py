@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import zarr
+from zarr.abc.store import Store
 from zarr.codecs import ZstdCodec
 from zarr.core.buffer import cpu
 
@@ -24,7 +25,7 @@ from layouts.ragged import Ragged
 ZSTD_LEVEL = 5
 
 
-def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> zarr.abc.store.Store:
+def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> Store:
     if fs.local:
         return zarr.storage.LocalStore(fs.path(rel), read_only=read_only)
     return zarr.storage.FsspecStore.from_url(f"{fs.url}/{rel}", read_only=read_only)
@@ -55,7 +56,8 @@ def read_flat_files(files: Mapping[str, bytes], names: Sequence[str]) -> dict[st
     decoded is exactly what was checked."""
     memory = zarr.storage.MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in files.items()}, read_only=True)
     group = zarr.open_group(memory, mode="r")
-    return {name: np.asarray(group[name][:]) for name in names}
+    arrays = {name: group[name] for name in names}
+    return {name: np.asarray(arr[:]) for name, arr in arrays.items() if isinstance(arr, zarr.Array)}
 
 
 def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:

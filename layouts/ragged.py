@@ -30,11 +30,13 @@ class Ragged:
     @property
     def widths(self) -> np.ndarray:
         """Columns per row: a vector counts as ``rows`` × 1 (int64 (N,))."""
-        return np.where(self.cols < 0, 1, self.cols).astype(np.int64)
+        widths: np.ndarray = np.where(self.cols < 0, 1, self.cols).astype(np.int64)
+        return widths
 
     def sizes(self) -> np.ndarray:
         """Values per item (int64 (N,))."""
-        return self.rows.astype(np.int64) * self.widths
+        sizes: np.ndarray = self.rows.astype(np.int64) * self.widths
+        return sizes
 
     def get(self, i: int) -> np.ndarray:
         """Item ``i``: a view of the flat values, shaped (rows,) or (rows, cols)."""

@@ -488,7 +488,7 @@ def build(options: BuildOptions) -> BuildReport:
             failed = _parse_stage(store, options, runner, progress, report, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
             usable = set(texts) - failed
-            items = {"sentence": sorted(usable),
+            items: dict[str, list[Any]] = {"sentence": sorted(usable),
                      "pair": sorted({t for triples in split_pairs.values() for t in triples
                                      if t[1] in usable and t[2] in usable})}
             # Features are prepared in the driver one after the other, then the partitions of

@@ -23,7 +23,7 @@ from transformers import AutoTokenizer, BertConfig
 from transformers.utils import logging as hf_logging
 
 from featurestore.errors import ResourceError
-from trainers.models import PriorBertModel
+from trainers.models.base import PriorBertModel
 
 HUB_IDS = {"base": "google-bert/bert-base-uncased", "large": "google-bert/bert-large-uncased"}
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from featurestore.errors import DataError, PriorError
 from featurestore.frame import gather
 from featurestore.selection import EntrySelectionError, build_command
 from featurestore.store import EntryInfo
-from layouts.kinds import LEGACY_LAYOUTS, WordIds
+from layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from layouts.views import VIEWS, column_name, view_of
 from trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
 from trainers.tokens import Encoded, encode_pairs
@@ -73,6 +73,7 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, pair_ke
     values = gather(store, chosen, pair_keys, key_a, key_b)
     fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
     main = chosen[0]
+    layout: Layout | None
     if view.combine is not None and view.layout is not None:
         layout, column = view.layout, view.column or feature
         values[column] = view.combine(values, dict(view.options))

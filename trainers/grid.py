@@ -58,8 +58,8 @@ def _starts(seg: np.ndarray, wid: np.ndarray, which: int, offsets: np.ndarray, c
             it: type) -> tuple[np.ndarray, np.ndarray]:
     """(row start, column) of each piece in its sentence's matrix; −2^29 off the sentence."""
     inside = seg == which
-    row = np.where(inside, offsets[:, None] + wid * cols[:, None], -_FAR).astype(it)  # (B, T)
-    col = np.where(inside, wid, -_FAR).astype(it)  # (B, T)
+    row: np.ndarray = np.where(inside, offsets[:, None] + wid * cols[:, None], -_FAR).astype(it)  # (B, T)
+    col: np.ndarray = np.where(inside, wid, -_FAR).astype(it)  # (B, T)
     return row, col
 
 

@@ -51,7 +51,8 @@ from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.names import check_name
 from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
-from trainers.models import MODEL_CLASSES, PriorBertModel
+from trainers.models import MODEL_CLASSES
+from trainers.models.base import PriorBertModel
 from trainers.registry import TrainSettings, default_settings, parse_model_name, task_for
 
 META_FILE = "prior.json"
@@ -73,7 +74,7 @@ def default_output(model: str, dataset: str, seed: int) -> Path:
 @dataclass
 class TrainConfig:
     model: str  # e.g. "dafa-mini", or "dafa" with backbone
-    dataset: str | None
+    dataset: str
     output: Path
     store: str | None = None
     backbone: str | None = None
@@ -181,7 +182,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     if cfg.dep_view != "dep" and feature != "dep":
         raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} "
                          f"reads {feature or 'no store feature'}")
-    kw = {"max_length": settings.max_length, "feature": feature,
+    kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
           "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
           "dep_view": cfg.dep_view}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
@@ -209,6 +210,12 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
 
 
 # --------------------------------------------------------------------------- evaluation
+def _to(model: PriorBertModel, device: torch.device) -> None:
+    """Move a model in place (through `torch.nn.Module.to`: transformers wraps it with
+    another signature in its type hints)."""
+    torch.nn.Module.to(model, device)
+
+
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
@@ -295,7 +302,8 @@ def linear_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int,
 
 def make_optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.AdamW:
     """AdamW; no weight decay on biases and LayerNorm weights (BERT's recipe)."""
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -365,7 +373,7 @@ def _start(cfg: TrainConfig) -> _Run:
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
         model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed)
-    model.to(rt.device)
+    _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
         net = torch.nn.parallel.DistributedDataParallel(
@@ -476,7 +484,7 @@ def _finish(run: _Run) -> dict[str, Any]:
                                "key_metric": run.task.metrics[0]}
     if run.splits.evals:
         best, _, _ = load_checkpoint(run.out / "best")
-        best.to(run.rt.device)
+        _to(best, run.rt.device)
         for split, data in run.splits.evals.items():
             summary[split] = evaluate(best, data, run.settings.batch_size, run.rt, run.task.metrics)
     if run.rt.main:
@@ -511,17 +519,17 @@ def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, spli
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)
-    model.to(rt.device)
+    _to(model, rt.device)
     names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
     return evaluate(model, data, batch_size or settings["batch_size"], rt, names)
 
 
-def check_train_split(store: Store, dataset: str | None, split: str = "train") -> None:
-    """A clear error when ``dataset`` is not given or has no ``split`` in the store, listing the
-    datasets that have one."""
+def check_train_split(store: Store, dataset: str | None, split: str = "train") -> str:
+    """``dataset`` when the store has its ``split``; else a clear error (also when ``dataset``
+    is not given) listing the datasets that have one."""
     present = store.datasets()
     if dataset is not None and (dataset, split) in present:
-        return
+        return dataset
     have = sorted({d for d, s in present if s == split})
     listed = ", ".join(have) if have else f"none (build one with `prior build --dataset NAME --store {store.location}`)"
     if dataset is None:

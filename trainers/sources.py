@@ -114,7 +114,8 @@ class MaskSource:
         if self.full_lengths is not None:
             T = seg.shape[1]
             real = np.arange(T)[None, :] < self.full_lengths[rows][:, None]  # (B, T)
-            return (real[:, :, None] & real[:, None, :]) | np.eye(T, dtype=bool)
+            full: np.ndarray = (real[:, :, None] & real[:, None, :]) | np.eye(T, dtype=bool)  # (B, T, T)
+            return full
         return mask_grid(seg, wid, self.masks, self.index_a[rows], self.index_b[rows])
 
     def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> MaskSource:
@@ -151,7 +152,8 @@ class VectorSource:
 
     def batch(self, seg: np.ndarray, wid: np.ndarray, rows: np.ndarray) -> np.ndarray:
         ids = word_rows(seg, wid, self.ids, self.index_a[rows], self.index_b[rows], missing=-1)
-        return self.table[ids]  # (B, T, E); -1 → zero row
+        vectors: np.ndarray = self.table[ids]  # (B, T, E); -1 → zero row
+        return vectors
 
     def perturbed(self, mode: str, counts: np.ndarray, donors: np.ndarray, lengths: np.ndarray) -> VectorSource:
         """Zero vectors for every word (``neutral``: id -1) or each sentence's word ids taken

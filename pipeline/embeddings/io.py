@@ -216,7 +216,7 @@ def _binary_rows(fh: IO[bytes], path: Path, count: int, dim: int
     """(word, vector, entry number) of each of the ``count`` entries the header announces."""
     width = 4 * dim
     for n in range(1, count + 1):
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             ch = fh.read(1)
             if not ch:

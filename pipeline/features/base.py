@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from layouts.kinds import Layout
-from pipeline.parsers.base import Parse
 
 if TYPE_CHECKING:
     from pipeline.build import BuildContext
@@ -33,11 +32,20 @@ class Feature(Protocol):
     says what the stored values are (`layouts.kinds`); the store records it in the entry so
     readers need no feature names."""
 
-    name: str
-    version: int
-    scope: Scope
-    components: tuple[str, ...]
-    layout: Layout
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def scope(self) -> Scope: ...
+
+    @property
+    def components(self) -> tuple[str, ...]: ...
+
+    @property
+    def layout(self) -> Layout: ...
 
     def params(self) -> dict[str, Any]: ...
 
@@ -62,9 +70,9 @@ class Feature(Protocol):
         """Load resources (WordNet, tables) once per worker process; idempotent."""
         ...
 
-    def compute(self, items: Sequence[Parse] | Sequence[tuple[Parse, Parse]]
-                ) -> list[dict[str, np.ndarray]]:
-        """One dict component → array per item, in order."""
+    def compute(self, items: Sequence[Any]) -> list[dict[str, np.ndarray]]:
+        """One dict component → array per item, in order; the items are `Parse`s (scope
+        "sentence") or (A, B) pairs of them (scope "pair")."""
         ...
 
 
@@ -72,6 +80,12 @@ class FeatureBase:
     """Defaults for the hooks a feature may leave out: nothing to check, prepare, report or
     load. Concrete features inherit it and declare name, version, scope, components, layout,
     ``params`` and ``compute``."""
+
+    name: str
+    version: int
+    scope: Scope
+    components: tuple[str, ...]
+    layout: Layout
 
     def check_resources(self) -> None:
         """Nothing to check."""

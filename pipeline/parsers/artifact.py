@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,8 @@ class Vocabularies:
     unk: str
     bos: str
     fix_len: int
+    _word_ids: dict[str, int] = field(init=False, repr=False, compare=False)
+    _char_ids: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_word_ids", {w: i for i, w in enumerate(self.words)})
@@ -53,28 +55,28 @@ class Vocabularies:
 
     @property
     def word_pad(self) -> int:
-        return self._word_ids[self.pad]  # type: ignore[attr-defined, no-any-return]
+        return self._word_ids[self.pad]
 
     def word_id(self, word: str) -> int:
-        ids: dict[str, int] = self._word_ids  # type: ignore[attr-defined]
+        ids = self._word_ids
         return ids.get(word.lower() if self.lower else word, ids[self.unk])
 
     def char_ids(self, word: str) -> list[int]:
-        ids: dict[str, int] = self._char_ids  # type: ignore[attr-defined]
+        ids = self._char_ids
         unk = ids[self.unk]
         return [ids.get(c, unk) for c in word] or [unk]
 
     @property
     def char_pad(self) -> int:
-        return self._char_ids[self.pad]  # type: ignore[attr-defined, no-any-return]
+        return self._char_ids[self.pad]
 
     @property
     def char_bos(self) -> int:
-        return self._char_ids[self.bos]  # type: ignore[attr-defined, no-any-return]
+        return self._char_ids[self.bos]
 
     @property
     def word_bos(self) -> int:
-        return self._word_ids[self.bos]  # type: ignore[attr-defined, no-any-return]
+        return self._word_ids[self.bos]
 
     def to_json(self) -> dict[str, Any]:
         return {"words": list(self.words), "chars": list(self.chars), "rels": list(self.rels),

@@ -109,7 +109,7 @@ class BiaffineModel:
 
     def __init__(self, loaded: LoadedModel, batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "cpu") -> None:
         self.loaded = loaded
-        self.model = loaded.model
+        self.model: Any = loaded.model
         self.vocab = loaded.vocab
         self.batch_tokens = batch_tokens
         self._bos_rel = self.vocab.rels.index(self.vocab.bos) if self.vocab.bos in self.vocab.rels else None

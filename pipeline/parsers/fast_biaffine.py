@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -95,7 +95,7 @@ def batch_tensors(vocab: Vocabularies, batch: Sequence[Sequence[str]]) -> tuple[
     return torch.tensor(words, dtype=torch.long), torch.tensor(chars, dtype=torch.long)  # (B, n), (B, n, fix)
 
 
-def fused_lstm(encoder: nn.Module) -> nn.LSTM:
+def fused_lstm(encoder: Any) -> nn.LSTM:  # supar's VariationalLSTM (untyped attributes)
     """A ``torch.nn.LSTM`` (batch first, bidirectional, packed input) with the weights of supar's
     ``VariationalLSTM`` ``encoder``: layer i's forward cell becomes ``*_l{i}``, its backward
     cell ``*_l{i}_reverse``. Both use the gate order (input, forget, cell, output)."""
@@ -126,7 +126,7 @@ class UniqueWordsCharLSTM(nn.Module):
 
     def __init__(self, char_lstm: nn.Module) -> None:
         super().__init__()
-        self.char_lstm = char_lstm
+        self.char_lstm: Any = char_lstm
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:  # (B, n, fix) -> (B, n, n_out)
         rows, inverse = torch.unique(chars.view(-1, chars.shape[-1]), dim=0, return_inverse=True)  # (U, fix)
@@ -175,7 +175,7 @@ def _ieee_float32(device: torch.device) -> Iterator[None]:
     if device.type != "cuda":
         yield
         return
-    settings = (torch.backends.cuda.matmul, torch.backends.cudnn.rnn)
+    settings: tuple[Any, ...] = (torch.backends.cuda.matmul, torch.backends.cudnn.rnn)
     before = [s.fp32_precision for s in settings]
     for s in settings:
         s.fp32_precision = "ieee"
@@ -189,11 +189,11 @@ def _ieee_float32(device: torch.device) -> Iterator[None]:
 class FastBiaffine(nn.Module):
     """Inference-only copy of a supar biaffine dependency model (see module docstring)."""
 
-    def __init__(self, model: nn.Module, device: str = "cpu") -> None:
+    def __init__(self, model: Any, device: str = "cpu") -> None:  # supar's model: untyped attributes
         super().__init__()
         if getattr(model.args, "encoder", None) != "lstm":
             raise ResourceError("the fast biaffine path supports supar's LSTM encoder only")
-        self.model = copy.deepcopy(model).float().eval()
+        self.model: Any = copy.deepcopy(model).float().eval()
         self.model.encoder = fused_lstm(model.encoder)  # same interface: packed in, (packed, state) out
         if hasattr(self.model, "char_embed"):
             self.model.char_embed = UniqueWordsCharLSTM(self.model.char_embed)

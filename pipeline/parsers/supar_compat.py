@@ -115,11 +115,11 @@ def trusted_supar_load() -> Iterator[None]:
         kwargs.setdefault("weights_only", False)
         return original(*args, **kwargs)
 
-    torch.load = load  # type: ignore[assignment]
+    torch.load = load
     try:
         yield
     finally:
-        torch.load = original  # type: ignore[assignment]
+        torch.load = original
 
 
 @contextlib.contextmanager

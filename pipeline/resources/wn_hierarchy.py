@@ -155,9 +155,9 @@ def build_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") -> H
                 dq = dist[q]
                 if dq is None:  # a parent still on the path: a cycle
                     raise ResourceError(f"{where(s)}: its hypernyms lead back to it (a cycle)")
-                for c, d in dq.items():
-                    if d + 1 < own.get(c, 1 << 30):
-                        own[c] = d + 1
+                for c, steps in dq.items():
+                    if steps + 1 < own.get(c, 1 << 30):
+                        own[c] = steps + 1
             if parents[s]:
                 min_depth[s] = 1 + min(int(min_depth[q]) for q in parents[s])
                 max_depth[s] = 1 + max(int(max_depth[q]) for q in parents[s])

@@ -278,7 +278,7 @@ _reader: Any = None
 def _reader_class() -> type:
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    class WordNet30Reader(WordNetCorpusReader):  # type: ignore[misc]
+    class WordNet30Reader(WordNetCorpusReader):
         """nltk's reader without its 3.0 → 3.0 sense map.
 
         nltk 3.10's reader builds ``map30`` on every load by comparing ``get_version()`` ("3.0")
@@ -425,7 +425,7 @@ def file_opener(location: Any) -> Callable[[str], IO[bytes]]:
     """Opens a database file by name, binary: in a directory, or through an nltk root pointer."""
     if isinstance(location, Path):
         return lambda name: (location / name).open("rb")
-    return lambda name: location.join(name).open()  # type: ignore[no-any-return]
+    return lambda name: location.join(name).open()
 
 
 def wordnet_version(wn: Any | None = None, directory: str | os.PathLike[str] | None = None) -> str:

@@ -46,7 +46,7 @@ def model_class(name: str) -> type[PriorBertModel]:
         if cls.model_name != name:
             raise ValueError(f"{MODELS[name]} is model {cls.model_name!r}, registered as {name!r}")
         _LOADED[name] = cls
-    return _LOADED[name]  # type: ignore[no-any-return]
+    return _LOADED[name]
 
 
 class _Classes(Mapping[str, "type[PriorBertModel]"]):

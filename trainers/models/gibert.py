@@ -47,7 +47,7 @@ class InjectedBertLayer(BertLayer):
         super().__init__(config, layer_idx=layer_idx)
         self.injection = GatedInjection(embedding_dim, config.hidden_size)
 
-    def forward(self, hidden_states: torch.Tensor, *args: Any,  # type: ignore[override]
+    def forward(self, hidden_states: torch.Tensor, *args: Any,
                 word_vectors: torch.Tensor | None = None, **kwargs: Any) -> torch.Tensor:
         out = super().forward(hidden_states, *args, **kwargs)  # (B, T, D)
         if word_vectors is None:

@@ -57,7 +57,7 @@ class SgNetModel(PriorBertModel):
         alpha = float(self.options["alpha"])
         init.copy_(self.sg_weights, torch.tensor([alpha, 1.0 - alpha]))
 
-    def forward(  # type: ignore[override]
+    def forward(
         self,
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
@@ -79,6 +79,8 @@ class SgNetModel(PriorBertModel):
             keep = (attention_mask if attention_mask is not None else torch.ones(H.shape[:2], device=H.device))
             keep = keep.to(H.dtype)[:, :, None]  # (B, T, 1)
             H_bar = ((H_bar * keep).sum(1) / keep.sum(1).clamp(min=1.0))[:, None]  # (B, 1, C)
+        if self.bert.pooler is None:
+            raise ValueError("sgnet needs BERT's pooler (the backbone was built without it)")
         pooled = self.bert.pooler(H_bar)  # (B, C): dense + tanh of the first position
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = self.pair_loss(logits, labels) if labels is not None else None
