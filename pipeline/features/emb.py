@@ -60,10 +60,6 @@ class OovStats:
     def rate(self) -> float:
         return self.oov_tokens / self.tokens if self.tokens else 0.0
 
-    @property
-    def type_rate(self) -> float:
-        return self.oov_types / self.types if self.types else 0.0
-
     def line(self, dataset: str) -> str:
         return (f"{dataset}/{self.split}: OOV {self.rate:.2%} of {self.tokens} word tokens "
                 f"({self.oov_types} of {self.types} distinct words)")

@@ -279,10 +279,6 @@ class _Index:
             i += 1  # the same lemma twice: nltk's dict keeps the last line
         return i + 1, lines[i].decode("ascii")
 
-    def lemmas(self) -> list[str]:
-        if self._dict is not None:
-            return list(self._dict)
-        return [line.split(b" ", 1)[0].decode("ascii") for line in islice(self._lines, self._start, None)]
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -422,10 +418,6 @@ class WndbReader:
             raise _file_error(self._data_path("a"), f"offset {offset}",
                               "the index points here, but no synset line starts here")
         return head[2] == b"s"
-
-    def index_lemmas(self, pos: str) -> list[str]:
-        """Every lemma of ``index.<pos>`` (``pos`` in n, v, a, r), in the file's order."""
-        return self._index(pos).lemmas()
 
     # -- morphy and lookups ---------------------------------------------------------------------
     def _has(self, form: str, pos: str) -> bool:
