@@ -26,6 +26,8 @@ demo: setup
 	PRIOR_HOME=$(DEMO_HOME) $(BIN)/prior store frame --store $(DEMO_HOME)/store --dataset snli --split test --feature sdoi --rows 2
 
 test: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 test-slow: setup

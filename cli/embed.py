@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.console import console, friendly_errors
+
+if TYPE_CHECKING:
+    from pipeline.embeddings import Progress
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
                   no_args_is_help=True)
@@ -17,6 +23,29 @@ StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (defa
 
 class Contexts(StrEnum):
     dep = "dep"
+
+
+@contextmanager
+def stage_bars() -> Iterator[Progress]:
+    """Rich bars, one per reported stage (``prior build``'s columns plus a status), created at
+    a stage's first report; a stage with nothing to do (total 0) gets none. Off with
+    PRIOR_NO_PROGRESS=1."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    disabled = os.environ.get("PRIOR_NO_PROGRESS", "") not in ("", "0")
+    with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=console,
+                  disable=disabled, transient=False) as bars:
+        tasks: dict[str, TaskID] = {}
+
+        def report(stage: str, done: int, total: int, info: str = "") -> None:
+            if total <= 0:
+                return
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total, info=info)
+            bars.update(tasks[stage], completed=done, total=total, info=info)
+
+        yield report
 
 
 @app.command("train")
@@ -44,10 +73,10 @@ def train_cmd(
 
     settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
                             seed=seed, threads=threads)
-    made = train_dependency_embeddings(
-        open_store(store, create=False), out, settings=settings, parse=parse, datasets=dataset,
-        lowercase=not keep_case, collapse_prep=not no_collapse_prep,
-        progress=lambda e, loss: console.print(f"epoch {e}: loss {loss:.4f}"))
+    with stage_bars() as progress:
+        made = train_dependency_embeddings(
+            open_store(store, create=False), out, settings=settings, parse=parse, datasets=dataset,
+            lowercase=not keep_case, collapse_prep=not no_collapse_prep, progress=progress)
     r = made.record
     console.print(f"{r['words']} words × {r['dim']} from {r['sentences']} sentences "
                   f"({r['pairs']} pairs) in {r['seconds']} s → {made.path}; store resource {made.resource}")
@@ -56,8 +85,9 @@ def train_cmd(
 @app.command("counterfit")
 @friendly_errors
 def counterfit_cmd(
-    embeddings: Annotated[str, typer.Option(help="Embedding file (word2vec txt/bin, GloVe, fastText .vec) or a store resource key.")],
     out: Annotated[Path, typer.Option(help="word2vec text file to write (a .json with the settings goes beside it).")],
+    source: Annotated[str | None, typer.Argument(metavar="EMBEDDINGS", show_default=False, help="Embedding file (word2vec txt/bin, GloVe, fastText .vec) or a store resource key.")] = None,
+    embeddings: Annotated[str | None, typer.Option("--embeddings", help="The same as the EMBEDDINGS argument.")] = None,
     store: StoreOpt = None,
     no_store: Annotated[bool, typer.Option(help="Do not add the result to a store.")] = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N words of the file.")] = None,
@@ -75,15 +105,22 @@ def counterfit_cmd(
     from pipeline.embeddings.counterfit import CounterfitSettings
     from pipeline.embeddings.make import counterfit_embeddings
 
+    if source is not None and embeddings is not None and source != embeddings:
+        raise typer.BadParameter(f"two inputs, {source} and {embeddings}: give one", param_hint="EMBEDDINGS")
+    if source is None and embeddings is None:
+        raise typer.BadParameter("give the embeddings to counter-fit, e.g. `prior embed counterfit "
+                                 "deps.vec --out deps-cf.vec`", param_hint="EMBEDDINGS")
     settings = CounterfitSettings(k1=k1, k2=k2, k3=k3, delta=delta, gamma=gamma, rho=rho,
                                   iterations=iterations, center=center)
-    made = counterfit_embeddings(embeddings, out, store=None if no_store else open_store(store),
-                                 settings=settings, limit=limit,
-                                 progress=lambda i, c: console.print(f"iteration {i}: cost {c:.4f}"))
+    with stage_bars() as progress:
+        made = counterfit_embeddings(source or embeddings or "", out,
+                                     store=None if no_store else open_store(store),
+                                     settings=settings, limit=limit, progress=progress)
     r = made.record
     console.print(f"{r['words']} words (mean cosine {r['mean_cosine']}); {r['synonym_pairs']} synonym, "
                   f"{r['antonym_pairs']} antonym, {r['vsp_pairs']} VSP pairs; cost {r['cost_before']} → {r['cost_after']} "
-                  f"in {r['seconds']} s → {made.path}; store resource {made.resource}")
+                  f"in {r['seconds']} s → {made.path}"
+                  + (f"; store resource {made.resource}" if made.resource else ""))
 
 
 @app.command("oov")

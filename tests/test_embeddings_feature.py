@@ -106,21 +106,36 @@ def test_embeddings_feature_train_and_counterfit_from_store(built: tuple[Path, P
     assert record["settings"]["negative"] == 15 and record["contexts"] == "dep"
     assert made.resource in store.find_resources("embeddings")
 
-    class TinyWordNet:  # stands in for nltk's reader: a synonym pair and an antonym pair
-        def all_synsets(self) -> list[object]:
-            from tests.test_embeddings_counterfit import FakeLemma, FakeSynset
+    from tests.test_embeddings_counterfit import FakeLemma, FakeSynset, FakeWordNet
 
-            return [FakeSynset([FakeLemma("kids", []), FakeLemma("children", [])]),
-                    FakeSynset([FakeLemma("young", ["old"])])]
-
+    tiny = FakeWordNet([FakeSynset([FakeLemma("kids", []), FakeLemma("children", [])]),   # a synonym
+                        FakeSynset([FakeLemma("young", ["old"])])])                        # an antonym
     cf = counterfit_embeddings(str(made.path), tmp_path / "cf.txt", store=store,
-                               settings=CounterfitSettings(), wordnet=TinyWordNet())
+                               settings=CounterfitSettings(), wordnet=tiny)
     out = read_embeddings(cf.path)
     unit = out.vectors / np.linalg.norm(out.vectors, axis=1, keepdims=True)
     i, j, k = out.index["kids"], out.index["children"], out.index["old"]
     y = out.index["young"]
     assert unit[i] @ unit[j] > 0.9 and unit[y] @ unit[k] < 0.1
     assert cf.record["synonym_pairs"] == 1 and cf.record["antonym_pairs"] == 1
+
+
+def test_embeddings_feature_train_command_bar(built: tuple[Path, Path], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    args = ["embed", "train", "--contexts", "dep", "--store", str(built[0]), "--dim", "8",
+            "--epochs", "2", "--min-count", "1"]
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "0")
+    shown = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a.txt")])
+    assert shown.exit_code == 0, shown.output
+    assert "training" in shown.output and "epoch 2/2, loss" in shown.output
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "1")
+    quiet = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b.txt")])
+    assert quiet.exit_code == 0 and "training" not in quiet.output and "words × 8" in quiet.output
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text()
 
 
 def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Path, Path],

@@ -18,9 +18,14 @@ from typing import Protocol
 
 
 class ParseLike(Protocol):
-    words: Sequence[str]
-    heads: Sequence[int]
-    rels: Sequence[str]
+    @property
+    def words(self) -> Sequence[str]: ...
+
+    @property
+    def heads(self) -> Sequence[int]: ...
+
+    @property
+    def rels(self) -> Sequence[str]: ...
 
 
 def dependency_contexts(parse: ParseLike, *, lowercase: bool = True,

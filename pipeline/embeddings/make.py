@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from featurestore.errors import NotFoundError, PriorError
+from pipeline.embeddings import Progress
 from pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
 from pipeline.embeddings.depcontexts import corpus_contexts
 from pipeline.embeddings.io import Embeddings, read_embeddings, write_word2vec_text
@@ -70,8 +70,7 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
                                 settings: SgnsSettings = SgnsSettings(), parse: str | None = None,
                                 datasets: list[str] | None = None, lowercase: bool = True,
                                 collapse_prep: bool = True,
-                                progress: Callable[[int, float], None] | None = None
-                                ) -> MadeEmbeddings:
+                                progress: Progress | None = None) -> MadeEmbeddings:
     """Levy & Goldberg-style embeddings from the parses already in ``store``.
 
     ``parse`` picks the parse (default: the most recent); ``datasets`` restricts the corpus to
@@ -110,7 +109,7 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
                           settings: CounterfitSettings = CounterfitSettings(),
                           fmt: str = "auto", limit: int | None = None,
                           wordnet: Any | None = None,
-                          progress: Callable[[int, float], None] | None = None) -> MadeEmbeddings:
+                          progress: Progress | None = None) -> MadeEmbeddings:
     """Counter-fit an embedding table (a file, or a store resource key) to WordNet's
     synonyms and antonyms.
 

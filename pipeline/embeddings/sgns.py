@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from featurestore.errors import DataError
+from pipeline.embeddings import Progress
 from pipeline.embeddings.io import Embeddings
 
 
@@ -54,9 +55,17 @@ class SgnsResult:
     losses: list[float]   # mean loss per epoch
 
 
+PROGRESS_EVERY = 64  # batches between two progress reports within an epoch
+
+
 def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSettings(),
-               progress: Callable[[int, float], None] | None = None) -> SgnsResult:
-    """Train word vectors on (word, context) pairs; ``progress(epoch, loss)`` after each epoch."""
+               progress: Progress | None = None) -> SgnsResult:
+    """Train word vectors on (word, context) pairs.
+
+    ``progress("training", batches done, batches in all epochs, info)`` every
+    ``PROGRESS_EVERY`` batches and after each epoch; ``info`` names the epoch and, once one
+    is finished, the last epoch's mean loss.
+    """
     import torch
 
     pair_list = list(pairs)
@@ -88,6 +97,12 @@ def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSe
         total = steps_per_epoch * settings.epochs
         step = 0
         losses: list[float] = []
+
+        def report(epoch: int) -> None:
+            if progress is not None:
+                last = f", loss {losses[-1]:.4f}" if losses else ""
+                progress("training", step, total, f"epoch {epoch}/{settings.epochs}{last}")
+
         for epoch in range(settings.epochs):
             order = torch.randperm(n, generator=gen)
             epoch_loss, seen = 0.0, 0
@@ -112,9 +127,10 @@ def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSe
                 c_vec.index_add_(0, neg.reshape(-1), (gn[:, :, None] * w[:, None, :]).reshape(-1, d))
                 w_vec.index_add_(0, wi, grad_w)
                 step += 1
+                if step % PROGRESS_EVERY == 0:
+                    report(epoch + 1)
             losses.append(epoch_loss / max(seen, 1))
-            if progress is not None:
-                progress(epoch + 1, losses[-1])
+            report(epoch + 1)
         vectors = w_vec.numpy().astype(np.float32)
     finally:
         torch.set_num_threads(old_threads)
