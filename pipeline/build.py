@@ -165,6 +165,13 @@ class BuildContext:
     def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
         return self._parses(sentence_keys)
 
+    def words(self, sentence_keys: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+        """(words, lemmas) of each sentence, in order: what comparing word forms needs, read
+        without building whole parses."""
+        df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"))
+        found = dict(zip(df["sent_key"].to_list(), zip(df["words"].to_list(), df["lemmas"].to_list())))
+        return [found[k] for k in sentence_keys]
+
 
 # --------------------------------------------------------------------------- progress and Dask
 @contextmanager
@@ -346,8 +353,10 @@ def _tidy(store: Store) -> list[str]:
 def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         dict[str, list[tuple[str, str, str]]], dict[str, str]]:
     """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys and
-    the texts of every sentence key read."""
+    the texts of the sentences read from files. A split whose file, reading options and rows the
+    store already holds is taken from the store without parsing the file again."""
     from pipeline.datasets import read_split
+    from pipeline.datasets.api import source_of
     from pipeline.datasets.resolve import data_dir_from_env
 
     stage = StageReport("read")
@@ -356,6 +365,20 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     for split in splits:
+        source = source_of(options.dataset, split, data_dir=options.data_dir)
+        held = _held_split(store, options, source) if source is not None else None
+        if held is not None:
+            assert source is not None
+            triples, meta = held
+            report.dataset = options.name or source.dataset
+            split_pairs[source.split] = triples
+            report.splits.append(SplitReport(split=source.split, location=source.location, pairs=len(triples),
+                                             new_rows=0, skipped=dict(meta.get("skipped", {})),
+                                             skip_examples=list(meta.get("skip_examples", []))))
+            stage.items += len(triples)
+            stage.reused += len(triples)
+            stage.failed += sum(meta.get("skipped", {}).values())
+            continue
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
                           **options.read_kwargs())
         name = options.name or data.dataset
@@ -375,6 +398,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         reader = {"dataset": data.dataset, **options.read_kwargs()}
         have = _stored_rows(store, name, data.split, data.source_sha256, data.location, reader, options.replace)
         new = [i for i, r in enumerate(rows) if r not in have]
+        skipped = data.skip_counts()
+        examples = [f"{s.file}:{s.row} [{s.field}] {s.reason}" for s in data.skipped[:5]]
         if new:
             data_dir = options.data_dir or (data_dir_from_env() if data.origin == "data_dir" else None)
             store.write_pairs(name, data.split, pa.table({
@@ -387,23 +412,49 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
                 "id": pa.array([ids[i] for i in new], pa.string()),
             }), source_sha256=data.source_sha256,
                 meta={"location": data.location, "label_kind": data.label_kind, "labels": list(data.labels),
-                      "reader": reader, "limit": options.limit,
+                      "reader": reader, "limit": options.limit, "rows_read": len(rows),
+                      "skipped": skipped, "skip_examples": examples,
                       "build_args": options.dataset_args(data_dir)})
         split_pairs[data.split] = triples
-        report.splits.append(SplitReport(
-            split=data.split, location=data.location, pairs=len(data.pairs), new_rows=len(new),
-            skipped=data.skip_counts(),
-            skip_examples=[f"{s.file}:{s.row} [{s.field}] {s.reason}" for s in data.skipped[:5]]))
+        report.splits.append(SplitReport(split=data.split, location=data.location, pairs=len(data.pairs),
+                                         new_rows=len(new), skipped=skipped, skip_examples=examples))
         stage.items += len(data.pairs)
         stage.computed += len(new)
         stage.reused += len(data.pairs) - len(new)
         stage.failed += len(data.skipped)
-    have_sentences = store.sentence_keys()
-    missing = sorted(k for k in texts if k not in have_sentences)
-    store.write_sentences(missing, [texts[k] for k in missing])
+    if texts:
+        have_sentences = store.sentence_keys()
+        missing = sorted(k for k in texts if k not in have_sentences)
+        store.write_sentences(missing, [texts[k] for k in missing])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
     return split_pairs, texts
+
+
+def _held_split(store: Store, options: BuildOptions, source: Any
+                ) -> tuple[list[tuple[str, str, str]], dict[str, Any]] | None:
+    """The (pair, a, b) keys of a split the store already holds as this build would read it:
+    the same file (checksum), the same reading options, and every row the build's ``--limit``
+    asks for (a full read, or a limit within the rows read before). None otherwise: then the
+    file is read and checked as usual."""
+    name = options.name or source.dataset
+    segs = store.split_segments(name, source.split)
+    if not segs or options.replace:
+        return None
+    meta = segs[-1].meta
+    reader = {"dataset": source.dataset, **options.read_kwargs()}
+    if segs[-1].target["source_sha256"] != source.sha256 or meta.get("reader") != reader:
+        return None
+    if any(s.meta.get("rows_read") is None for s in segs):  # written before this was recorded
+        return None
+    limits = [s.meta.get("limit") for s in segs]
+    read = max((n for n in limits if isinstance(n, int)), default=0)
+    if None not in limits and (options.limit is None or options.limit > read):
+        return None
+    rows = store.pair_rows(name, source.split)
+    if options.limit is not None:
+        rows = rows.head(options.limit)
+    return list(zip(rows["pair_key"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list())), meta
 
 
 def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str,
@@ -485,9 +536,10 @@ def build(options: BuildOptions) -> BuildReport:
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         split_pairs, texts = _ingest(store, options, report)
         with _progress(options.progress) as progress:
-            failed = _parse_stage(store, options, runner, progress, report, texts, fingerprint, lease.id)
+            keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
+            failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
-            usable = set(texts) - failed
+            usable = keys - failed
             items: dict[str, list[Any]] = {"sentence": sorted(usable),
                      "pair": sorted({t for triples in split_pairs.values() for t in triples
                                      if t[1] in usable and t[2] in usable})}
@@ -545,16 +597,19 @@ def _count(stage: StageReport, result: dict[str, Any], label: str) -> int:
 
 
 def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress: Any, report: BuildReport,
-                 texts: dict[str, str], fingerprint: dict[str, Any], lease: str) -> set[str]:
-    """Parse every sentence the store has not parsed with this parser; returns the keys of the
-    sentences that failed."""
+                 keys: set[str], texts: dict[str, str], fingerprint: dict[str, Any], lease: str) -> set[str]:
+    """Parse every sentence of ``keys`` the store has not parsed with this parser (its text from
+    ``texts``, else from the store); returns the keys of the sentences that failed."""
     parse = report.parse
-    stage = StageReport("parse", items=len(texts))
+    stage = StageReport("parse", items=len(keys))
     t0 = time.perf_counter()
     parsed = store.parsed_keys(parse)
     known = [s.id for s in store.segments("parses") if s.target["parse"] == parse]
-    todo = sorted(k for k in texts if k not in parsed)
-    stage.reused = len(texts) - len(todo)
+    todo = sorted(k for k in keys if k not in parsed)
+    stage.reused = len(keys) - len(todo)
+    if any(k not in texts for k in todo):  # sentences of splits taken from the store
+        stored = store.sentences()
+        texts = {**dict(zip(stored["sent_key"].to_list(), stored["text"].to_list())), **texts}
     bar = progress.add_task("parse", total=len(todo)) if todo else None
     failed: set[str] = set()
 

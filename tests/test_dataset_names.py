@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -93,3 +94,25 @@ def test_a_name_that_cannot_be_a_path_is_refused_before_any_work(tmp_path: Path)
     assert refused.exit_code == 1 and "'my data'" in refused.output and "--name" in refused.output
     assert build(tmp_path / "s", data, "--name", "../x").exit_code == 1
     assert build(tmp_path / "s", data, "--name", "my-data").exit_code == 0
+
+
+def test_a_split_held_as_read_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild of a split whose file, reading options and rows the store holds takes its
+    keys from the store: the file is not read again, and the result is the same."""
+    import pipeline.datasets as datasets
+    from pipeline.build import BuildOptions
+    from pipeline.build import build as run_build
+
+    data = write_csv(tmp_path / "pairs.csv", ROWS)
+    options = BuildOptions(dataset=str(data), features=("sdoi",), parser="spacy", workers=0,
+                           store=str(tmp_path / "s"), progress=False)
+    first = run_build(options)
+    with monkeypatch.context() as mp:
+        mp.setattr(datasets, "read_split", lambda *a, **k: pytest.fail("the file was read again"))
+        again = run_build(options)
+        limited = run_build(BuildOptions(**{**options.__dict__, "limit": 1}))
+    assert again.computed == 0 and again.splits[0].pairs == first.splits[0].pairs == 2
+    assert limited.splits[0].pairs == 1
+    data.write_text(data.read_text() + "A bird sings.,A bird is singing.,1\n")  # the file changed
+    refused = build(tmp_path / "s", data)
+    assert refused.exit_code == 1 and "its source differs" in refused.output

@@ -80,6 +80,9 @@ class FakeContext:
         merged = {k: p for split in self.sentences.values() for k, p in split.items()}
         return [merged[k] for k in keys]
 
+    def words(self, keys: list[str]) -> list[tuple[list[str], list[str]]]:
+        return [(list(p.words), list(p.lemmas)) for p in self.parses(keys)]
+
 
 def test_tfidf_prepare_counts_the_train_split_only() -> None:
     sentences = {

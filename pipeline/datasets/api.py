@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,31 @@ def read_split(dataset: str | Path, split: str, *, path: str | Path | None = Non
     return SplitData(spec.name, split, found.path, str(found.path), found.origin,
                      read.label_kind, spec.scheme.labels, read.collected.pairs,
                      read.collected.skipped, file_sha256(found.path))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a split would be read from and the checksum of that file (nothing parsed)."""
+
+    dataset: str  # the dataset's own name (a file's stem)
+    split: str
+    location: str
+    sha256: str
+
+
+def source_of(dataset: str | Path, split: str, *, data_dir: str | Path | None = None) -> Source | None:
+    """The local file ``read_split`` would read for ``split``, and its sha256, without parsing it;
+    None where it would not read a local file (the hub)."""
+    if isinstance(dataset, Path) or (isinstance(dataset, str) and dataset.lower() not in SPECS
+                                     and Path(dataset).expanduser().is_file()):
+        path = Path(dataset).expanduser()
+        return Source(path.stem, split, str(path), file_sha256(path))
+    spec = get_spec(dataset)
+    split = spec.split_name(split)
+    found = locate(spec, split, data_dir=Path(data_dir) if data_dir is not None else None)
+    if found is None:
+        return None
+    return Source(spec.name, split, str(found.path), file_sha256(found.path))
 
 
 def dataset_splits(dataset: str) -> tuple[str, ...]:

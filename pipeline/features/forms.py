@@ -9,10 +9,10 @@ set passes one value to both (see pipeline/features/registry.py).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Sequence
+from typing import Literal, Protocol, get_args
 
 from featurestore.errors import PriorError
-from pipeline.parsers.base import Parse
 
 WordCompare = Literal["lower", "lemma"]
 WORD_COMPARE_CHOICES: tuple[str, ...] = get_args(WordCompare)
@@ -27,7 +27,17 @@ def check_compare(compare: str) -> WordCompare:
     return compare  # type: ignore[return-value]
 
 
-def word_forms(parse: Parse, compare: WordCompare = "lower") -> list[str]:
+class HasWords(Protocol):
+    """What word forms read of a parse."""
+
+    @property
+    def words(self) -> Sequence[str]: ...
+
+    @property
+    def lemmas(self) -> Sequence[str]: ...
+
+
+def word_forms(parse: HasWords, compare: WordCompare = "lower") -> list[str]:
     """The form of each word that DAFA compares: lowercased word, or lowercased lemma.
 
     An empty lemma (a parser that gives none) falls back to the lowercased word.

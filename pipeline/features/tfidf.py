@@ -30,7 +30,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +91,13 @@ def tfidf_weights(forms: Sequence[str], idf: IdfTable) -> np.ndarray:
     return np.array([raw[t] / norm for t in forms], dtype=np.float32)
 
 
+class _Words(NamedTuple):
+    """The two fields of a parse that word forms read."""
+
+    words: list[str]
+    lemmas: list[str]
+
+
 class TfidfFeature(FeatureBase):
     """Sentence feature ``tfidf``: component ``tfidf``, one float32 weight per word.
 
@@ -143,8 +150,8 @@ class TfidfFeature(FeatureBase):
                 if key not in seen:
                     seen.add(key)
                     keys.append(key)
-        parses = ctx.parses(keys)
-        idf = IdfTable.from_documents(word_forms(p, self.compare) for p in parses)
+        idf = IdfTable.from_documents(word_forms(_Words(words, lemmas), self.compare)
+                                      for words, lemmas in ctx.words(keys))
         table, arrays = idf.to_arrow()
         key = ctx.store.write_resource(
             IDF_RESOURCE, table, arrays=arrays,
