@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,68 @@ def cmd_grid(args: argparse.Namespace) -> None:
                                 "seconds": round(time.perf_counter() - t0, 1)})
 
 
+def _model_spec(spec: str) -> tuple[str, list[str], str]:
+    """``sgnet:pool=mean`` → (``sgnet``, [``-o``, ``pool=mean``], ``sgnet[pool=mean]``)."""
+    model, _, opts = spec.partition(":")
+    options = [o for o in opts.split(",") if o]
+    label = f"{model}[{','.join(options)}]" if options else model
+    return model, [a for o in options for a in ("-o", o)], label
+
+
+def _recorded(out: Path) -> set[tuple[str, str, int]]:
+    if not out.exists():
+        return set()
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return {(r["variant"], r["regime"], r["seed"]) for r in rows if r.get("kind") == "run"}
+
+
+def run_one(args: argparse.Namespace, spec: str, seed: int) -> dict[str, Any]:
+    """Train one model at one seed, score its best checkpoint on ``--eval-split`` as trained and,
+    for a feature model, with its feature neutral and shuffled."""
+    model, options, label = _model_spec(spec)
+    tag = label.replace("[", "-").replace("]", "").replace("=", "").replace(",", "-")
+    run = Path(args.runs) / f"{args.dataset}-{args.regime}-{tag}-mini-s{seed}"
+    sample = ["--sample", args.sample, "--sample-seed", args.sample_seed] if args.regime == "sample" else []
+    t0 = time.perf_counter()
+    cmd, stdout = prior("train", f"{model}-mini", "--dataset", args.dataset, "--store", args.store,
+                        "--output", run, "--seed", seed, *sample, *options, "--eval-split", args.eval_split,
+                        "--threads", args.threads, "--no-progress", threads=args.threads)
+    summary = json.loads(stdout.strip().splitlines()[0])
+    scores = summary[args.eval_split]
+    record: dict[str, Any] = {
+        "kind": "run", "model": f"{model}-mini", "variant": label, "options": options[1::2],
+        "dataset": args.dataset, "regime": args.regime, "seed": seed, "eval_split": args.eval_split,
+        "sample": float(args.sample) if sample else None, "sample_seed": args.sample_seed if sample else None,
+        "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
+        "settings": json.loads((run / "best" / "prior.json").read_text())["settings"],
+        "per_epoch": epochs_of(run), "command": shlex.join(cmd), "train_seconds": round(time.perf_counter() - t0, 1),
+        **{f"test_{k}": v for k, v in scores.items()},
+    }
+    if model in FEATURE_MODELS:
+        record["sensitivity"] = {}
+        for features in ("neutral", "shuffled"):
+            ecmd, out = prior("eval", run, "--split", args.eval_split, "--features", features,
+                              threads=args.threads)
+            got = metrics_line(out)
+            record["sensitivity"][features] = {
+                **got, "drop": {k: round(scores[k] - v, 6) for k, v in got.items() if k in scores},
+                "command": shlex.join(ecmd)}
+    record["seconds"] = round(time.perf_counter() - t0, 1)
+    return record
+
+
+def cmd_runs(args: argparse.Namespace) -> None:
+    """Every model of ``--models`` at every seed (seed-major, ``--parallel`` at once); a run
+    already in ``--out`` is skipped, so an interrupted comparison resumes."""
+    out = Path(args.out)
+    done = _recorded(out)
+    jobs = [(spec, int(seed)) for seed in args.seeds.split(",") for spec in args.models.split(";")
+            if (_model_spec(spec)[2], args.regime, int(seed)) not in done]
+    with ThreadPoolExecutor(args.parallel) as pool:
+        for record in pool.map(lambda job: run_one(args, *job), jobs):
+            append(out, record)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -99,8 +162,22 @@ def main() -> None:
     g.add_argument("--threads", type=int, default=1)
     g.add_argument("--runs", default="runs/compare")
     g.add_argument("--out", required=True)
+    r = sub.add_parser("runs")
+    r.add_argument("--store", required=True)
+    r.add_argument("--dataset", default="sick")
+    r.add_argument("--regime", choices=("full", "sample"), default="full")
+    r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--models", default=";".join(MODELS),
+                   help="';'-separated, a model's options after ':' (e.g. 'bert;sgnet:pool=mean')")
+    r.add_argument("--sample", default="0.1")
+    r.add_argument("--sample-seed", default="0")
+    r.add_argument("--eval-split", default="test")
+    r.add_argument("--parallel", type=int, default=2, help="runs at once")
+    r.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    r.add_argument("--runs", default="runs/compare")
+    r.add_argument("--out", required=True)
     args = p.parse_args()
-    {"grid": cmd_grid}[args.cmd](args)
+    {"grid": cmd_grid, "runs": cmd_runs}[args.cmd](args)
 
 
 if __name__ == "__main__":
