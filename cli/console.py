@@ -17,6 +17,22 @@ err_console = Console(stderr=True, highlight=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def plain_flags_in_help() -> None:
+    """Show boolean flags as ``--flag/--no-flag`` without a ``<bool>`` type label: Typer's
+    rich help labels every option with its type, which for a flag says nothing."""
+    from typer.core import TyperOption
+
+    if getattr(TyperOption.display_type_rich, "_prior_plain_flags", False):
+        return
+    typed = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else typed(self, ctx)
+
+    display_type_rich._prior_plain_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":

