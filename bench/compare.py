@@ -149,6 +149,88 @@ def cmd_runs(args: argparse.Namespace) -> None:
             append(out, record)
 
 
+def _mini(variant: str) -> str:
+    """``sgnet[pool=mean]`` → ``sgnet-mini[pool=mean]``."""
+    model, bracket, rest = variant.partition("[")
+    return f"{model}-mini{bracket}{rest}"
+
+
+def _mean_sd(values: list[float]) -> str:
+    """``mean ± sd`` in percentage points (sd over seeds, n-1; blank with one seed)."""
+    n = len(values)
+    if n == 0:
+        return ""
+    mean = sum(values) / n
+    if n == 1:
+        return f"{100 * mean:.1f}"
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    return f"{100 * mean:.1f} ± {100 * sd:.1f}"
+
+
+def report_table(records: list[dict[str, Any]], regime: str, metric: str = "accuracy") -> str:
+    """Markdown table of one regime: test score per model over seeds, the paired difference to
+    ``bert`` at the same seed, and the drops when the feature is neutral or shuffled."""
+    runs = [r for r in records if r.get("kind") == "run" and r["regime"] == regime]
+    base = {r["seed"]: r[f"test_{metric}"] for r in runs if r["variant"] == "bert"}
+    variants = list(dict.fromkeys(r["variant"] for r in runs))
+    lines = [f"| model | seeds | test {metric} | Δ vs bert (paired) | drop, neutral feature | "
+             "drop, shuffled feature | best dev | epochs |", "|---|---|---|---|---|---|---|---|"]
+    for variant in variants:
+        rows = sorted((r for r in runs if r["variant"] == variant), key=lambda r: r["seed"])
+        scores = [r[f"test_{metric}"] for r in rows]
+        deltas = [r[f"test_{metric}"] - base[r["seed"]] for r in rows if r["seed"] in base]
+        drops = {f: [r["sensitivity"][f]["drop"][metric] for r in rows if "sensitivity" in r]
+                 for f in ("neutral", "shuffled")}
+        lines.append(" | ".join([
+            f"| {_mini(variant)}", ",".join(str(r["seed"]) for r in rows), _mean_sd(scores),
+            "" if variant == "bert" else _mean_sd(deltas), _mean_sd(drops["neutral"]) or "n/a",
+            _mean_sd(drops["shuffled"]) or "n/a", _mean_sd([r["best_dev"] for r in rows]),
+            ",".join(str(r["epochs_run"]) for r in rows)]) + " |")
+    return "\n".join(lines)
+
+
+def report_figure(records: list[dict[str, Any]], path: Path, metric: str = "accuracy") -> None:
+    """One panel per regime: each seed a dot, the mean with a ±sd bar, bert's mean a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r for r in records if r.get("kind") == "run"]
+    regimes = list(dict.fromkeys(r["regime"] for r in runs))
+    fig, axes = plt.subplots(1, len(regimes), figsize=(5.5 * len(regimes), 4), squeeze=False)
+    for ax, regime in zip(axes[0], regimes):
+        rows = [r for r in runs if r["regime"] == regime]
+        variants = list(dict.fromkeys(r["variant"] for r in rows))
+        for x, variant in enumerate(variants):
+            ys = [100 * r[f"test_{metric}"] for r in rows if r["variant"] == variant]
+            mean = sum(ys) / len(ys)
+            sd = (sum((y - mean) ** 2 for y in ys) / (len(ys) - 1)) ** 0.5 if len(ys) > 1 else 0.0
+            ax.scatter([x] * len(ys), ys, s=14, color="0.55", zorder=2)
+            ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C0" if variant != "bert" else "C3",
+                        capsize=4, zorder=3)
+            if variant == "bert":
+                ax.axhline(mean, color="C3", lw=0.8, ls="--", zorder=1, label="bert-mini mean")
+        ax.set_xticks(range(len(variants)), [_mini(v) for v in variants], rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(variants) - 0.4)
+        ax.set_ylabel(f"test {metric} (%)")
+        dataset = rows[0]["dataset"]
+        ax.set_title(f"{dataset}, {regime} training split ({len({r['seed'] for r in rows})} seed(s))")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.grid(axis="y", lw=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    records = [json.loads(line) for line in Path(args.results).read_text().splitlines() if line.strip()]
+    regimes = list(dict.fromkeys(r["regime"] for r in records if r.get("kind") == "run"))
+    for regime in regimes:
+        print(f"\n{regime}:\n\n{report_table(records, regime, args.metric)}")
+    if args.figure:
+        report_figure(records, Path(args.figure), args.metric)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -176,8 +258,12 @@ def main() -> None:
     r.add_argument("--threads", type=int, default=1, help="torch threads per run")
     r.add_argument("--runs", default="runs/compare")
     r.add_argument("--out", required=True)
+    o = sub.add_parser("report")
+    o.add_argument("results")
+    o.add_argument("--metric", default="accuracy")
+    o.add_argument("--figure", help="PNG to write")
     args = p.parse_args()
-    {"grid": cmd_grid, "runs": cmd_runs}[args.cmd](args)
+    {"grid": cmd_grid, "runs": cmd_runs, "report": cmd_report}[args.cmd](args)
 
 
 if __name__ == "__main__":
