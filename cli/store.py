@@ -1,4 +1,4 @@
-"""`prior store info|verify|gc`."""
+"""`prior store info|verify|gc|frame|export`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.console import console, err_console, friendly_errors, human_bytes
 from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
-app = typer.Typer(help="Inspect, check and clean a feature store.", no_args_is_help=True)
+app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
 StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
 
 
