@@ -1,4 +1,4 @@
-"""`prior store info|verify|gc`."""
+"""`prior store info|verify|gc|frame|export`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.console import console, err_console, friendly_errors, human_bytes
 from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
 
-app = typer.Typer(help="Inspect, check and clean a feature store.", no_args_is_help=True)
+app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
 StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
 
 
@@ -162,3 +162,30 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
             if rec[col] is not None:
                 console.print(f"{col} {np.array(rec[col]).shape}:\n{np.array(rec[col])}")
     console.print(f"\n{df.height} pairs; frame columns: {', '.join(df.columns)}")
+
+
+@app.command("export")
+@friendly_errors
+def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or view: {READABLE}.")],
+               dataset: Annotated[str, typer.Option(help="Dataset name as stored.")],
+               out: Annotated[str, typer.Option(help="Local folder to write dataset=D/split=S/part-*.parquet into.")],
+               split: Annotated[str | None, typer.Option(help="Comma-separated splits (default: every split the store holds).")] = None,
+               store: StoreOpt = None,
+               feature_param: FeatureParamOpt = None,
+               option: FeatureOptionOpt = None,
+               entry: EntryOpt = None) -> None:
+    """Write `store.frame(feature, dataset, split)` as a hive-partitioned Parquet dataset
+    (Polars, pyarrow, DuckDB, Hugging Face datasets); a split exported again is replaced whole."""
+    from featurestore import open_store
+    from featurestore.export import export_parquet
+    from featurestore.selection import entries_line
+
+    params = read_params(feature_param, option, feature_names(feature))
+    splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
+    done = export_parquet(open_store(store, create=False), feature, dataset=dataset, out=out, splits=splits,
+                          params=params, entry=entry)
+    for part in done:
+        console.print(f"{part.dataset}/{part.split}: {part.rows} pairs -> {part.folder} "
+                      f"({', '.join(part.files)}) from {entries_line(part.entries)}",
+                      markup=False, soft_wrap=True)
+    console.print(f'read with: pl.scan_parquet("{out}", hive_partitioning=True)', markup=False, soft_wrap=True)

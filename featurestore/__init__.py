@@ -3,6 +3,7 @@
     from featurestore import open_store
     store = open_store("~/.cache/prior/store")
     df = store.frame("wup", dataset="snli", split="test")
+    lazy = store.scan("wup", dataset="snli", split="test")   # the same, as a Polars LazyFrame
 """
 
 from featurestore.errors import DataError, NotFoundError, PriorError, ResourceError, StoreError

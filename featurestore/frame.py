@@ -34,15 +34,16 @@ PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
 def view_entries(store: Store, feature: str, *, dataset: str, split: str,
                  params: Mapping[str, Any] | None = None, entry: str | None = None,
-                 parse: str | None = None) -> list[EntryInfo]:
+                 parse: str | None = None, coverage: Coverage | None = None) -> list[EntryInfo]:
     """The entries a read of ``feature`` (an entry name or a view) uses for ``dataset``/``split``,
     chosen by the contract of `featurestore.selection`: ``params`` go to each of the view's
     entries that knows them, ``entry`` (a key prefix) picks the first entry directly; the later
-    entries of a view follow the first (same parse, and what the view's ``select`` says)."""
+    entries of a view follow the first (same parse, and what the view's ``select`` says).
+    ``coverage``: the selection's reads, to reuse afterwards (the split's rows)."""
     view = view_of(feature)
     if entry and params:
         raise EntrySelectionError("give either an entry key prefix or parameters, not both")
-    coverage = Coverage(store)
+    coverage = coverage or Coverage(store)
     wanted = [None] * len(view.entries) if entry else split_params(view.entries, params, store.entries)
     chosen: list[EntryInfo] = []
     for i, name in enumerate(view.entries):

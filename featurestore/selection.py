@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from featurestore.errors import NotFoundError
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from featurestore.store import EntryInfo, Store
 
 
@@ -98,11 +100,18 @@ class Coverage:
         self.store = store
         self._have: dict[str, set[str]] = {}
         self._need: dict[tuple[str, str, str], list[str]] = {}
+        self._rows: dict[tuple[str, str], pl.DataFrame] = {}
+
+    def rows(self, dataset: str, split: str) -> pl.DataFrame:
+        """The split's pair rows (`Store.pair_rows`), read once per selection."""
+        if (dataset, split) not in self._rows:
+            self._rows[dataset, split] = self.store.pair_rows(dataset, split)
+        return self._rows[dataset, split]
 
     def needed(self, dataset: str, split: str, scope: str) -> list[str]:
         key = (dataset, split, scope)
         if key not in self._need:
-            rows = self.store.pair_rows(dataset, split)
+            rows = self.rows(dataset, split)
             if scope == "pair":
                 keys = rows["pair_key"].to_list()
             else:
@@ -278,6 +287,9 @@ def _not_found(store: Store, name: str, present: Sequence[EntryInfo], request: R
     message = f"{store.location} has no {name!r} entry with {request.describe()}{where}"
     if present:
         message += f"; present:\n{describe_entries(present, coverage)}"
+    else:
+        held = sorted({e.name for e in store.entries()})
+        message += f" (it holds no {name!r} entry at all; features it holds: {', '.join(held) or 'none'})"
     if not request.entry:
         unknown = sorted(set(request.params or {}) - known_keys(present))
         if unknown and present:

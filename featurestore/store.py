@@ -201,14 +201,26 @@ def _read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[s
 
 
 def _read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The flat arrays ``names`` of a segment's Zarr group: every recorded file below
-    ``arrays/`` is checked first (``zarr.json`` files and chunks), then decoded from the checked
-    bytes; a group that still cannot be decoded is a `StoreError` naming the segment."""
-    files = read_checked_folder(fs, segment, "arrays")
+    """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
+    recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
+    decoded from the checked bytes; the group's other arrays are not read. A group that still
+    cannot be decoded is a `StoreError` naming the segment."""
+    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
+    for name in names:
+        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
     try:
         return read_flat_files(files, names)
     except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
         raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
+    """A feature segment's items of ``component``: its flat array with the offsets and shapes
+    of the segment's index (`featurestore.tensors`)."""
+    def column(part: str) -> np.ndarray:
+        return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
+
+    return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
 
 
 def _write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
@@ -497,9 +509,7 @@ class Store:
             arrays = _read_arrays(self.fs, s, info.components)
             parts_keys.append(np.asarray(idx.column("key").to_pylist(), dtype=object))
             for c in info.components:
-                parts[c].append(Ragged(arrays[c], idx.column(f"{c}.offset").to_numpy().astype(np.int64),
-                                       idx.column(f"{c}.rows").to_numpy().astype(np.int64),
-                                       idx.column(f"{c}.cols").to_numpy().astype(np.int64)))
+                parts[c].append(indexed_items(idx, arrays, c))
         all_keys = np.concatenate(parts_keys)
         index: dict[str, int] = {}
         for i, k in enumerate(all_keys):
@@ -564,6 +574,15 @@ class Store:
 
         return build_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry,
                            parse=parse)
+
+    def scan(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
+             entry: str | None = None, parse: str | None = None) -> pl.LazyFrame:
+        """``frame(…)`` with the same arguments as a Polars LazyFrame: ``collect()`` gives the same
+        frame, and a query reads only the segments and Parquet columns its filter and columns
+        need (`featurestore.scan`). The entry is selected, and bad arguments fail, here."""
+        from featurestore.scan import scan_frame
+
+        return scan_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse)
 
     def size_bytes(self) -> int:
         return sum(f["size"] for s in self.segments() for f in s.files.values())

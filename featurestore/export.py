@@ -1,0 +1,150 @@
+"""``prior store export``: a feature's frame as a hive-partitioned Parquet dataset that Polars,
+pyarrow, DuckDB and Hugging Face ``datasets`` read without `prior`.
+
+Layout below the output folder, one partition per dataset split::
+
+    dataset=<dataset>/split=<split>/part-0.parquet   (part-1, … past ROWS_PER_PART rows)
+
+Each file holds the columns of ``Store.frame`` for that split (row, pair_key, key_a, key_b,
+label, id, texts, both parses, the feature's matrices as nested lists); ``dataset`` and
+``split`` come from the folder names (``pl.scan_parquet(out, hive_partitioning=True)``,
+``pyarrow.dataset.dataset(out, partitioning="hive")``). Types are the portable ones (``string``,
+``list``; not Arrow's large or view types) so that every Parquet reader takes them; the file's
+schema metadata ``prior`` records the feature, the split and the entries read (JSON).
+
+Replacing: exporting a split again writes its new files into a fresh folder beside the output
+folder (never inside it: a scan of the output would read it), then swaps whole folders by two
+renames (old partition out, new one in) and removes the old one. A reader sees the old
+partition, the new one, or, between the two renames, none; never a mix of old and new parts.
+Other partitions are left as they are. Two exports of the same split at once: the later
+rename fails and its files are removed. The output must therefore be a local folder whose
+parent is writable (object storage has no rename; copy the folder there afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from featurestore.errors import DataError, NotFoundError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from featurestore.store import EntryInfo, Store
+
+ROWS_PER_PART = 100_000
+ROW_GROUP_ROWS = 2_048  # row groups small enough to stream a split of large matrices
+
+
+@dataclass(frozen=True)
+class ExportedSplit:
+    dataset: str
+    split: str
+    rows: int
+    folder: Path
+    files: tuple[str, ...]
+    entries: tuple[EntryInfo, ...]  # the entries read
+
+
+def portable_type(typ: pa.DataType) -> pa.DataType:
+    """``typ`` with Arrow's large and view strings and lists as plain ``string`` and ``list``."""
+    if pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
+        return pa.string()
+    if pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
+        return pa.binary()
+    if pa.types.is_large_list(typ) or pa.types.is_list(typ) or pa.types.is_list_view(typ):
+        return pa.list_(portable_type(typ.value_type))
+    return typ
+
+
+def portable_table(frame: pl.DataFrame, metadata: Mapping[str, str]) -> pa.Table:
+    table = frame.to_arrow()
+    schema = pa.schema([pa.field(f.name, portable_type(f.type), f.nullable) for f in table.schema],
+                       metadata=dict(metadata))
+    return table.cast(schema)
+
+
+def local_folder(out: str | os.PathLike[str]) -> Path:
+    """The output folder as a local path; an fsspec URL or a file is a `DataError`."""
+    text = os.fspath(out)
+    if "://" in text:
+        raise DataError(f"export writes to a local folder, not {text}: its partitions are replaced by renames, "
+                        "which object storage lacks; export locally, then copy the folder")
+    path = Path(text).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise DataError(f"{path} is a file; give a folder to export into")
+    return path
+
+
+def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
+                    rows_per_part: int = ROWS_PER_PART) -> tuple[Path, tuple[str, ...]]:
+    """Write ``table`` as ``out/dataset=…/split=…/part-*.parquet``, replacing that partition
+    whole (module docstring); return the folder and its file names."""
+    parent = out / f"dataset={dataset}"
+    final = parent / f"split={split}"
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
+    try:
+        fresh = staging / "new"
+        fresh.mkdir()
+        names = []
+        for i, start in enumerate(range(0, max(table.num_rows, 1), rows_per_part)):
+            name = f"part-{i}.parquet"
+            pq.write_table(table.slice(start, rows_per_part), fresh / name, compression="zstd",
+                           row_group_size=ROW_GROUP_ROWS)
+            names.append(name)
+        old = staging / "old"
+        moved = False
+        if final.exists():
+            os.rename(final, old)
+            moved = True
+        try:
+            os.rename(fresh, final)
+        except OSError:
+            if moved and not final.exists():
+                os.rename(old, final)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final, tuple(names)
+
+
+def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.PathLike[str],
+                   splits: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
+                   entry: str | None = None, parse: str | None = None,
+                   rows_per_part: int = ROWS_PER_PART) -> list[ExportedSplit]:
+    """Export ``feature`` of ``dataset``'s ``splits`` (default: every split the store holds) to
+    ``out`` (module docstring). Entries are selected as ``Store.frame`` selects them, for every
+    split before anything is written, so a bad argument writes nothing."""
+    folder = local_folder(out)
+    present = [s for d, s in store.datasets() if d == dataset]
+    if not present:
+        known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
+        raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
+    wanted = list(dict.fromkeys(splits)) if splits else present
+    if missing := [s for s in wanted if s not in present]:
+        raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
+                            f"(present: {', '.join(present)})")
+    from featurestore.scan import SplitScan
+
+    sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
+                                parse=parse) for split in wanted}
+    done = []
+    for split, source in sources.items():
+        frame = source.lazy().collect()
+        meta = {"prior": json.dumps({"feature": feature, "dataset": dataset, "split": split, "store": store.location,
+                                     "entries": [{"spec": e.spec, "key": e.key} for e in source.entries]})}
+        path, files = write_partition(folder, dataset, split, portable_table(frame, meta),
+                                      rows_per_part=rows_per_part)
+        done.append(ExportedSplit(dataset, split, frame.height, path, files, tuple(source.entries)))
+    return done
