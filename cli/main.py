@@ -10,6 +10,7 @@ from cli import store as store_cli
 from cli.build import build_cmd
 from cli.datasets import datasets_cmd
 from cli.env import env_cmd
+from cli.predict import predict_cmd
 from cli.show import show_cmd
 from cli.train import eval_, train
 
@@ -21,6 +22,7 @@ app.command("env")(env_cmd)
 app.command("show")(show_cmd)
 app.command("train")(train)
 app.command("eval")(eval_)
+app.command("predict")(predict_cmd)
 app.add_typer(store_cli.app, name="store")
 app.add_typer(parser_cli.app, name="parser")
 app.add_typer(embed_cli.app, name="embed")
