@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cli.console import console, friendly_errors
-
-if TYPE_CHECKING:
-    from pipeline.embeddings import Progress
+from featurestore.progress import stage_bars
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
                   no_args_is_help=True)
@@ -23,29 +18,6 @@ StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (defa
 
 class Contexts(StrEnum):
     dep = "dep"
-
-
-@contextmanager
-def stage_bars() -> Iterator[Progress]:
-    """Rich bars, one per reported stage (``prior build``'s columns plus a status), created at
-    a stage's first report; a stage with nothing to do (total 0) gets none. Off with
-    PRIOR_NO_PROGRESS=1."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-
-    disabled = os.environ.get("PRIOR_NO_PROGRESS", "") not in ("", "0")
-    with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=console,
-                  disable=disabled, transient=False) as bars:
-        tasks: dict[str, TaskID] = {}
-
-        def report(stage: str, done: int, total: int, info: str = "") -> None:
-            if total <= 0:
-                return
-            if stage not in tasks:
-                tasks[stage] = bars.add_task(stage, total=total, info=info)
-            bars.update(tasks[stage], completed=done, total=total, info=info)
-
-        yield report
 
 
 @app.command("train")

@@ -11,6 +11,7 @@ from cli.build import build_cmd
 from cli.console import plain_flags_in_help
 from cli.datasets import datasets_cmd
 from cli.env import env_cmd
+from cli.predict import predict_cmd
 from cli.show import show_cmd
 from cli.train import eval_, train
 
@@ -23,6 +24,7 @@ app.command("env")(env_cmd)
 app.command("show")(show_cmd)
 app.command("train")(train)
 app.command("eval")(eval_)
+app.command("predict")(predict_cmd)
 app.add_typer(store_cli.app, name="store")
 app.add_typer(parser_cli.app, name="parser")
 app.add_typer(embed_cli.app, name="embed")

@@ -50,9 +50,11 @@ def eval_cmd(
     = "biaffine",
 ) -> None:
     """UAS / LAS of a parser on gold words; the last line reads `UAS=<x> LAS=<y>` (punct excluded)."""
+    from featurestore.progress import stage_bars
     from pipeline.parsers.evaluate import evaluate_file
 
-    result = evaluate_file(parser, file)
+    with stage_bars() as progress:
+        result = evaluate_file(parser, file, progress)
     full, uni = result.full, result.universal
     console.print(f"parser {parser}: {result.sentences} sentences, {full.words_punct} words "
                   f"({full.words} without punctuation)")

@@ -112,14 +112,16 @@ def eval_(
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
+    from featurestore.progress import stage_bars
     from trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
         folder = checkpoint_dir(checkpoint)
         if dataset is None and (folder / "prior.json").is_file():
             dataset = json.loads((folder / "prior.json").read_text())["dataset"]
-        result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
-                                     batch_size=batch_size, features=features.value)
+        with stage_bars() as progress:
+            result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
+                                         batch_size=batch_size, features=features.value, progress=progress)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -19,10 +19,8 @@ import itertools
 import json
 import logging
 import math
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from featurestore import make_entry, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from featurestore.names import name_problem
+from featurestore.progress import bars
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, startup, worker
@@ -66,6 +65,9 @@ class BuildOptions:
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
     parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
+    # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
+    restore: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -173,19 +175,7 @@ class BuildContext:
         return [found[k] for k in sentence_keys]
 
 
-# --------------------------------------------------------------------------- progress and Dask
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    disabled = not enabled or os.environ.get("PRIOR_NO_PROGRESS", "") not in ("", "0")
-    with Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=disabled, transient=False) as progress:
-        yield progress
-
-
-
-
+# --------------------------------------------------------------------------- Dask
 # A sentence's parse cost in characters of text: spaCy's time is ~0.62 ms per sentence plus
 # 0.027 ms per character (6,276 SNLI, MRPC and SICK sentences in 10 groups by length), so a
 # sentence costs as much as 23 characters more. Parse partitions are cut to equal cost.
@@ -535,7 +525,7 @@ def build(options: BuildOptions) -> BuildReport:
         report.notes += _tidy(store)
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         split_pairs, texts = _ingest(store, options, report)
-        with _progress(options.progress) as progress:
+        with bars(options.progress) as progress:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
@@ -610,7 +600,7 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     if any(k not in texts for k in todo):  # sentences of splits taken from the store
         stored = store.sentences()
         texts = {**dict(zip(stored["sent_key"].to_list(), stored["text"].to_list())), **texts}
-    bar = progress.add_task("parse", total=len(todo)) if todo else None
+    bar = progress.add_task("parse", total=len(todo), info="") if todo else None
     failed: set[str] = set()
 
     def done(result: dict[str, Any]) -> None:
@@ -651,8 +641,11 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
     """Prepare ``feature`` and return the jobs of its partitions that compute the ``items``
     (sentence keys, or (pair, a, b) key triples) its entry lacks."""
     t0 = time.perf_counter()
-    feature.prepare(ctx)
-    report.notes += feature.report_lines(report.dataset)
+    if feature.name in options.restore:
+        feature.restore(ctx, options.restore[feature.name])
+    else:
+        feature.prepare(ctx)
+        report.notes += feature.report_lines(report.dataset)
     entry = make_entry(feature.name, feature.version, feature.params(), report.parse, feature.scope,
                        feature.components, built_by=built_by, layout=feature.layout,
                        **_entry_record(feature, built_by, options))
@@ -661,7 +654,7 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
     known = [s.id for s in store.segments("feature") if s.target["entry"] == entry.key]
     todo = [item for item in items if (item if feature.scope == "sentence" else item[0]) not in have]
     stage = StageReport(f"feature {feature.name}", items=len(items), reused=len(items) - len(todo))
-    bar = progress.add_task(feature.name, total=len(todo)) if todo else None
+    bar = progress.add_task(feature.name, total=len(todo), info="") if todo else None
     stage.seconds = prepared = time.perf_counter() - t0
     report.stages.append(stage)
 

@@ -25,7 +25,7 @@ from featurestore.store import EntryInfo, Store
 from pipeline import startup
 from pipeline.parsers.base import Parse
 
-_FEATURES: dict[str, Any] = {}
+_FEATURES: dict[tuple[str, str], Any] = {}
 _process_ready = False
 
 
@@ -85,10 +85,14 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
 
 
 def _feature(feature: Any, entry_key: str) -> Any:
-    cached = _FEATURES.get(entry_key)
+    """The set-up copy of ``feature`` this process keeps for its entry, unless its worker
+    token (`FeatureBase.worker_token`: e.g. the words an `emb` vocabulary was cut to for one
+    build) says it was set up for other work."""
+    key = (entry_key, getattr(feature, "worker_token", lambda: "")())
+    cached = _FEATURES.get(key)
     if cached is None:
         feature.setup()
-        _FEATURES[entry_key] = cached = feature
+        _FEATURES[key] = cached = feature
     return cached
 
 

@@ -266,3 +266,28 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
         data = store.load_feature(entry)
         for key in ref_data.keys:
             np.testing.assert_array_equal(data.get(key)["word_ids"], ref_data.get(key)["word_ids"])
+
+
+def test_embeddings_feature_new_pairs_get_the_entry_vocabulary(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """`prior predict`'s build: the entry's vocabulary resource is copied into a new store
+    (same key), restored instead of read from a file, and the new sentences get its ids. The
+    fixture's build ran in this process too: its copy of the feature, cut to the fixture's
+    words (no "."), must not serve these sentences."""
+    from featurestore import keys as K
+    from pipeline.predict import build_pairs
+
+    source = open_store(built[0], create=False)
+    entry = source.find_entry("emb")
+    target = tmp_path / "predict"
+    done = build_pairs(str(target), entries=[entry], parse=entry.parse, pairs=[("the boy is a man", "zzz qqq .")],
+                       resources=str(built[0]))
+    store = open_store(target, create=False)
+    assert [e.key for e in store.entries("emb")] == [entry.key] and done.split == "all"
+    vocabulary = load_embeddings(store, entry.params["vocab"]).words
+    data = store.load_feature(entry)
+    index = {w: i for i, w in enumerate(vocabulary)}
+    keys = [K.sentence_key(text) for text in ("the boy is a man", "zzz qqq .")]
+    parses = store.parses(keys, parse=entry.parse)
+    for key, words in zip(parses["sent_key"].to_list(), parses["words"].to_list()):
+        np.testing.assert_array_equal(data.get(key)["word_ids"], word_ids(words, index))
+    assert sorted(parses["sent_key"].to_list()) == sorted(keys)

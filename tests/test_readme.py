@@ -88,6 +88,6 @@ def test_readme_commands_run_as_written(tmp_path: Path, monkeypatch: pytest.Monk
             result = runner.invoke(app, args)
             assert result.exit_code == 0, f"`prior {shlex.join(args)}` failed:\n{result.output}"
             ran.append(args[0] if args[0] not in ("store", "parser", "embed") else " ".join(args[:2]))
-    assert {"build", "show", "store frame", "train", "eval", "embed counterfit"} <= set(ran)
+    assert {"build", "show", "store frame", "train", "eval", "predict", "embed counterfit"} <= set(ran)
     for source in blocks(text, "python"):
         exec(compile(source, "README.md", "exec"), {})

@@ -13,7 +13,7 @@ and ``--backbone``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,14 +98,25 @@ def load_tokenizer(backbone: str) -> Any:
 
 
 def build_model(cls: type[PriorBertModel], backbone: str, *, num_labels: int,
-                options: dict[str, Any] | None = None, seed: int | None = None) -> PriorBertModel:
+                options: dict[str, Any] | None = None, seed: int | None = None,
+                label_names: Sequence[str] = ()) -> PriorBertModel:
     """A ``cls`` model with the backbone's pre-trained weights (new parameters initialised).
+
+    ``label_names`` (a classifier's class names, in class-id order) go to the Hugging Face
+    config's ``id2label``/``label2id``, so the saved checkpoint names its classes in any tool
+    that loads it (``AutoModelForSequenceClassification``, pipelines).
 
     With ``seed`` the classifier head is drawn from its own generator seeded by it, so every
     model of one seed starts from the same head (paired comparisons): Hugging Face initialises
     missing weights from the global random stream, which each model's new modules consume
     differently."""
-    config = backbone_config(backbone, num_labels=num_labels)
+    labels: dict[str, Any] = {}
+    if label_names and num_labels > 1:
+        if len(label_names) != num_labels:
+            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
+        labels = {"id2label": dict(enumerate(label_names)),
+                  "label2id": {name: i for i, name in enumerate(label_names)}}
+    config = backbone_config(backbone, num_labels=num_labels, **labels)
     config.prior_options = dict(options or {})
     config.problem_type = "regression" if num_labels == 1 else "single_label_classification"
     try:

@@ -231,14 +231,15 @@ def _labels(raw: list[Any], kind: str, names: tuple[str, ...], dataset: str, spl
 def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
                feature: str | None = None, feature_params: dict[str, Any] | None = None, feature_entry: str | None = None,
                limit: int | None = None, dep_view: str | None = None,
-               entries: dict[str, str] | None = None) -> PairData:
+               entries: dict[str, str] | None = None, parse: str | None = None) -> PairData:
     """Read one split (and the feature a model reads, as the model input its layout names)
     from the store and tokenize it once.
 
     The feature's entries are the default ones, or those ``feature_params`` or
     ``feature_entry`` (a key prefix) pick, or exactly the recorded ``entries`` (name → key,
     what `prior eval` passes from a checkpoint); ``dep_view`` reads a view variant of the
-    feature instead (DAFA's ablations)."""
+    feature instead (DAFA's ablations). The words are those of the feature's parse; without a
+    feature, of ``parse`` (default: the store's latest)."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
         pairs = pairs.head(limit)
@@ -250,7 +251,6 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     labels = _labels(pairs["label"].to_list(), kind, names, dataset, split)
 
     source: FeatureSource | None = None
-    parse: str | None = None
     read = None
     if feature is not None:
         read = read_name(feature, dep_view)

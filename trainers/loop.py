@@ -35,12 +35,11 @@ import math
 import os
 import platform
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -49,6 +48,8 @@ from safetensors.torch import load_file, save_file
 from featurestore import Store, open_store
 from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.names import check_name
+from featurestore.progress import Progress, stage_bars
+from featurestore.selection import parser_spec
 from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES
@@ -141,30 +142,6 @@ def runtime() -> Runtime:
     return Runtime(device, rank, world)
 
 
-def progress_enabled(flag: bool) -> bool:
-    return flag and os.environ.get("PRIOR_NO_PROGRESS", "") in ("", "0")
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
-                  transient=False) as bar:
-        yield bar
-
-
 # --------------------------------------------------------------------------- data
 @dataclass
 class Splits:
@@ -221,23 +198,29 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 
 
 @torch.no_grad()
-def predict(model: PriorBertModel, data: PairData, batch_size: int, rt: Runtime) -> np.ndarray:
-    """Model outputs (logits (N, C) or scores (N, 1)) for every pair, in order."""
+def predict(model: PriorBertModel, data: PairData, batch_size: int, rt: Runtime,
+            progress: Progress | None = None, stage: str = "predict") -> np.ndarray:
+    """Model outputs (logits (N, C) or scores (N, 1)) for every pair, in order; ``progress``
+    hears ``(stage, batches done, batches, "")`` after each batch."""
     model.eval()
     outs = []
+    total = math.ceil(len(data) / batch_size)
     for batch in data.batches(batch_size):
         batch.pop("labels", None)
         with rt.autocast():
             logits = model(**to_device(batch, rt.device)).logits
         outs.append(logits.float().cpu().numpy())
+        if progress is not None:
+            progress(stage, len(outs), total, "")
     return np.concatenate(outs) if outs else np.zeros((0, 1), dtype=np.float32)
 
 
 def evaluate(model: PriorBertModel, data: PairData, batch_size: int, rt: Runtime,
-             names: tuple[str, ...]) -> dict[str, float]:
+             names: tuple[str, ...], progress: Progress | None = None) -> dict[str, float]:
     if data.labels is None:
         raise DataError(f"{data.dataset}/{data.split} has no labels to evaluate against")
-    return metrics.compute(names, predict(model, data, batch_size, rt), data.labels[data.rows])
+    outputs = predict(model, data, batch_size, rt, progress, f"eval {data.split}")
+    return metrics.compute(names, outputs, data.labels[data.rows])
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -335,9 +318,9 @@ class _Run:
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Train ``cfg.model`` on ``cfg.dataset`` from the store; returns the final summary."""
     run = _start(cfg)
-    with progress_bar(progress_enabled(cfg.progress) and run.rt.main) as bar:
+    with stage_bars(cfg.progress and run.rt.main) as progress:
         for epoch in range(run.state["epoch"], run.settings.epochs):
-            losses, step_times, seconds, stopped = _train_epoch(run, epoch, bar)
+            losses, step_times, seconds, stopped = _train_epoch(run, epoch, progress)
             dev = evaluate(run.model, run.splits.dev, run.settings.batch_size, run.rt, run.task.metrics)
             _end_epoch(run, epoch, dev, losses, step_times, seconds)
             if stopped or run.state["bad_epochs"] >= run.settings.patience:
@@ -372,7 +355,8 @@ def _start(cfg: TrainConfig) -> _Run:
         source = splits.train.source
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
-        model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed)
+        model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
+                                      label_names=splits.train.label_names)
     _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
@@ -391,6 +375,7 @@ def _start(cfg: TrainConfig) -> _Run:
         "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
         "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
         "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
+        **_build_record(store, splits.train.fingerprint),
     }
     out = Path(cfg.output)
     if rt.main:
@@ -398,6 +383,15 @@ def _start(cfg: TrainConfig) -> _Run:
     torch.manual_seed(cfg.seed + state["epoch"])  # dropout: the same stream for every model of a seed
     return _Run(cfg, rt, settings, task, out, model, net, tokenizer, splits, optimizer, scheduler,
                 steps_per_epoch, state, meta)
+
+
+def _build_record(store: Store, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """What building the model's inputs for new pairs needs (`prior predict`), so that a
+    checkpoint does not depend on its training store for it: the records of the entries it
+    reads and the ``--parser`` spec of its parse."""
+    keys = set((fingerprint.get("entries") or {}).values())
+    return {"entry_records": {e.name: e.target() for e in store.entries() if e.key in keys},
+            "parser_spec": parser_spec(store, fingerprint.get("parse"))}
 
 
 def _schedule(model: PriorBertModel, settings: TrainSettings, steps_per_epoch: int, cfg: TrainConfig,
@@ -417,20 +411,18 @@ def _schedule(model: PriorBertModel, settings: TrainSettings, steps_per_epoch: i
     return optimizer, scheduler
 
 
-def _train_epoch(run: _Run, epoch: int, bar: Any) -> tuple[list[float], list[float], float, bool]:
+def _train_epoch(run: _Run, epoch: int, progress: Progress) -> tuple[list[float], list[float], float, bool]:
     """One pass over the training pairs: (losses, step seconds, seconds, stopped by max_steps)."""
     cfg, settings, rt = run.cfg, run.settings, run.rt
     run.net.train()
-    task_id = bar.add_task(f"{cfg.model} epoch {epoch + 1}/{settings.epochs}", total=run.steps_per_epoch,
-                           info="") if bar else None
+    stage = f"{cfg.model} epoch {epoch + 1}/{settings.epochs}"
     t0, losses, step_times = time.perf_counter(), [], []
     for batch in run.splits.train.batches(settings.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
                                           rank=rt.rank, world=rt.world):
         ts = time.perf_counter()
         losses.append(_step(run, batch))
         step_times.append(time.perf_counter() - ts)
-        if bar:
-            bar.update(task_id, advance=1, info=f"loss {np.mean(losses[-20:]):.4f}")
+        progress(stage, len(losses), run.steps_per_epoch, f"loss {np.mean(losses[-20:]):.4f}")
         if cfg.max_steps is not None and run.state["step"] >= cfg.max_steps:
             return losses, step_times, time.perf_counter() - t0, True
     return losses, step_times, time.perf_counter() - t0, False
@@ -500,13 +492,23 @@ def checkpoint_dir(path: Path | str) -> Path:
     return path
 
 
-def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
-                        store: str | None = None, limit: int | None = None,
-                        batch_size: int | None = None, features: str = "stored") -> dict[str, float]:
-    """Metrics of a saved checkpoint on one split of the store (default: the dataset it was
-    trained on), read from exactly the feature entries it was trained on (`prior.json`): a store
-    whose entries do not hold that split is an error naming the build line that adds them.
-    ``features``: as stored, or destroyed (``neutral``, ``shuffled``; `PairData.with_features`)."""
+class CheckpointOutputs(NamedTuple):
+    """A checkpoint's outputs on one split: logits (N, C) or scores (N, 1), in the order of
+    ``data``'s pairs, and the metric names it is scored with."""
+
+    outputs: np.ndarray
+    data: PairData
+    metric_names: tuple[str, ...]
+
+
+def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
+                       store: str | None = None, limit: int | None = None, batch_size: int | None = None,
+                       features: str = "stored", progress: Progress | None = None) -> CheckpointOutputs:
+    """What :func:`evaluate_checkpoint` scores: a saved checkpoint's outputs on one split of
+    the store (default: the dataset it was trained on), read from exactly the feature entries it
+    was trained on (`prior.json`): a store whose entries do not hold that split is an error
+    naming the build line that adds them. ``features``: as stored, or destroyed (``neutral``,
+    ``shuffled``; `PairData.with_features`)."""
     rt = runtime()
     model, tokenizer, meta = load_checkpoint(checkpoint_dir(checkpoint))
     dataset = dataset or meta["dataset"]
@@ -521,7 +523,20 @@ def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, spli
     data = data.with_features(features)
     _to(model, rt.device)
     names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
-    return evaluate(model, data, batch_size or settings["batch_size"], rt, names)
+    outputs = predict(model, data, batch_size or settings["batch_size"], rt, progress, f"eval {split}")
+    return CheckpointOutputs(outputs, data, names)
+
+
+def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
+                        store: str | None = None, limit: int | None = None,
+                        batch_size: int | None = None, features: str = "stored",
+                        progress: Progress | None = None) -> dict[str, float]:
+    """Metrics of a saved checkpoint on one split (:func:`checkpoint_outputs`)."""
+    outputs, data, names = checkpoint_outputs(checkpoint, dataset, split, store=store, limit=limit,
+                                              batch_size=batch_size, features=features, progress=progress)
+    if data.labels is None:
+        raise DataError(f"{data.dataset}/{data.split} has no labels to evaluate against")
+    return metrics.compute(names, outputs, data.labels[data.rows])
 
 
 def check_train_split(store: Store, dataset: str | None, split: str = "train") -> str:
@@ -538,4 +553,5 @@ def check_train_split(store: Store, dataset: str | None, split: str = "train") -
     raise NotFoundError(f"{store.location} has no {dataset}/{split}; datasets with a {split} split: {listed}")
 
 
-__all__ = ["TrainConfig", "evaluate", "evaluate_checkpoint", "load_checkpoint", "predict", "train"]
+__all__ = ["TrainConfig", "checkpoint_outputs", "evaluate", "evaluate_checkpoint", "load_checkpoint", "predict",
+           "train"]

@@ -10,7 +10,7 @@ change results (batch sizes, workers) are not parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -27,8 +27,9 @@ Scope = Literal["sentence", "pair"]
 class Feature(Protocol):
     """What the build calls on a feature, in order: ``check_resources`` (driver and each worker,
     before anything is committed), ``prepare`` (driver, after parsing: store a resource such as
-    an IDF table or a vocabulary), ``report_lines`` (driver, for the build report), ``params``
-    (the entry key), then per worker ``setup`` once and ``compute`` per partition. ``layout``
+    an IDF table or a vocabulary) or ``restore`` (take them from an existing entry's record),
+    ``report_lines`` (driver, for the build report), ``params`` (the entry key), then per
+    worker ``setup`` once and ``compute`` per partition. ``layout``
     says what the stored values are (`layouts.kinds`); the store records it in the entry so
     readers need no feature names."""
 
@@ -55,6 +56,13 @@ class Feature(Protocol):
 
     def prepare(self, ctx: BuildContext) -> None:
         """Driver-side preparation before any partition is computed."""
+        ...
+
+    def restore(self, ctx: BuildContext, params: Mapping[str, Any]) -> None:
+        """Instead of ``prepare``: take what it would compute from the dataset (an IDF table,
+        a vocabulary) from an entry's recorded ``params``, reading the resources they name
+        from ``ctx.store``; then ``params()`` equals them. `prior predict` computes a model's
+        features of new pairs this way, exactly as the model was trained."""
         ...
 
     def report_lines(self, dataset: str) -> list[str]:
@@ -92,6 +100,15 @@ class FeatureBase:
 
     def prepare(self, ctx: BuildContext) -> None:
         """Nothing to prepare."""
+
+    def restore(self, ctx: BuildContext, params: Mapping[str, Any]) -> None:
+        """Nothing to restore: the parameters come from the constructor's options alone."""
+
+    def worker_token(self) -> str:
+        """What a worker's set-up copy of this feature must match beyond the entry key to be
+        reused (a worker keeps one copy per entry; `pipeline.worker`): ``""`` for a feature
+        whose state is its parameters. Optional: the worker reads it with ``getattr``."""
+        return ""
 
     def report_lines(self, dataset: str) -> list[str]:
         return []

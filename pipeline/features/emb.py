@@ -28,7 +28,7 @@ vector for it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from featurestore.errors import NotFoundError, PriorError, ResourceError
+from featurestore.keys import digest
 from layouts.kinds import WordIds
 from pipeline.features.base import FeatureBase
 from pipeline.parsers.base import Parse
@@ -131,6 +132,7 @@ class EmbFeature(FeatureBase):
         self.limit = limit
         self.oov: list[OovStats] = []
         self._index: dict[str, int] | None = None
+        self._token = ""
 
     def params(self) -> dict[str, Any]:
         # The file path is not a parameter: the vocabulary's content key is.
@@ -140,6 +142,7 @@ class EmbFeature(FeatureBase):
         """Use a vocabulary already in hand (``key`` names its resource)."""
         self._index = {w: i for i, w in enumerate(words)}
         self.resource = key
+        self._token = ""
         return self
 
     def prepare(self, ctx: Any) -> None:
@@ -165,6 +168,23 @@ class EmbFeature(FeatureBase):
             raise ResourceError("the `emb` feature needs an embedding file: "
                                 "`prior build --features emb --embeddings PATH` "
                                 "(word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+        self._restrict(ctx)
+
+    def restore(self, ctx: Any, params: Mapping[str, Any]) -> None:
+        """The vocabulary an entry was built with (its parameter ``vocab``, a resource of the
+        build's store), the lookup given by the options; then as ``prepare``."""
+        from pipeline.embeddings.table import load_embeddings
+
+        key = params.get("vocab")
+        if not key:
+            raise ResourceError(f"the emb entry records no vocabulary (params {dict(params)})")
+        self.embeddings = None
+        self.with_vocabulary(load_embeddings(ctx.store, str(key)).words, key=str(key))
+        self._restrict(ctx)
+
+    def _restrict(self, ctx: Any) -> None:
+        """Count the OOV rate of every split of the build and keep only the part of the index
+        its words reach; the worker token names that part."""
         assert self._index is not None
         self.oov = []
         seen: set[str] = set()
@@ -176,6 +196,12 @@ class EmbFeature(FeatureBase):
                                                      for s in sents]))
             log.info("%s", self.oov[-1].line(ctx.dataset))
         self._index = restrict_index(self._index, seen)
+        self._token = digest("\n".join(sorted(self._index)).encode())
+
+    def worker_token(self) -> str:
+        """The words the index was restricted to: a worker's copy set up for another build
+        (another restriction of the same entry) is not reused for this one."""
+        return self._token
 
     def build_args(self) -> list[str]:
         """The embedding file (its absolute path) the vocabulary was read from."""

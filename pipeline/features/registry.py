@@ -39,14 +39,15 @@ def _dep(options: BuildOptions) -> list[Feature]:
 
 
 def _emb(options: BuildOptions) -> list[Feature]:
-    """Checks that an embedding file (or resource) is given and exists before any work starts;
-    the file's content is checked when the build reads it, before anything is written."""
+    """Checks that an embedding file (or resource, or an entry to restore) is given and exists
+    before any work starts; the file's content is checked when the build reads it, before
+    anything is written."""
     from featurestore.errors import NotFoundError, ResourceError
     from pipeline.features.emb import EmbFeature
 
     emb_options = options.feature_options.get("emb", {})
     check_options("emb", emb_options, [n for n in accepted_names(EmbFeature) if n != "embeddings"])
-    if options.embeddings is None and emb_options.get("resource") is None:
+    if options.embeddings is None and emb_options.get("resource") is None and "emb" not in options.restore:
         raise ResourceError("the `emb` feature needs an embedding file: `prior build --features emb "
                             "--embeddings PATH` (word2vec .txt/.bin, GloVe .txt, fastText .vec)")
     if options.embeddings is not None and not options.embeddings.expanduser().is_file():

@@ -161,6 +161,20 @@ class TfidfFeature(FeatureBase):
         )
         self.with_idf(idf, key=key, splits=splits, dataset=ctx.dataset)
 
+    def restore(self, ctx: Any, params: Mapping[str, Any]) -> None:
+        """The IDF table an entry was built with (its parameter ``idf``, a resource of the
+        build's store), with the dataset and splits it was counted on: new sentences get the
+        weights the entry's dataset gives them."""
+        key = params.get("idf")
+        if not key:
+            raise ResourceError(f"the tfidf entry records no IDF table (params {dict(params)})")
+        res = ctx.store.read_resource(str(key))
+        if res.kind != IDF_RESOURCE:
+            raise ResourceError(f"resource {key} of {ctx.store.location} is a {res.kind!r} table, "
+                                f"not {IDF_RESOURCE!r}")
+        self.with_idf(IdfTable.from_arrow(res.table, res.arrays), key=str(key),
+                      splits=list(params.get("idf_splits") or ()), dataset=params.get("dataset"))
+
     def report_lines(self, dataset: str) -> list[str]:
         """The IDF table the last ``prepare`` counted, for the build report."""
         if self._idf is None:

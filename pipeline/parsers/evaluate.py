@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from featurestore.progress import Progress
 from pipeline.parsers.conllu import ConlluSentence, read_conllu
 
 # ClearNLP (spaCy en_core_web_sm) -> UD universal relation. Approximate: see module docstring.
@@ -107,13 +108,25 @@ def attachment_scores(gold: Sequence[ConlluSentence], pred: Sequence[tuple[Seque
                             las_hits_punct=lab_p)
 
 
-def evaluate_parser(parser: object, gold: Sequence[ConlluSentence]) -> dict[str, AttachmentScores]:
+#: sentences parsed between two progress reports (the bar's step; results do not depend on it
+#: beyond float rounding, as with any batch size)
+PROGRESS_SENTENCES = 256
+
+
+def evaluate_parser(parser: object, gold: Sequence[ConlluSentence],
+                    progress: Progress | None = None) -> dict[str, AttachmentScores]:
     """Scores of a backend on gold words: ``{"full": …, "universal": …}`` label variants.
 
     For the spaCy backend both use :data:`SPACY_TO_UD` against gold universal labels
-    ("full" is then the same as "universal").
+    ("full" is then the same as "universal"). The sentences are parsed in blocks of
+    :data:`PROGRESS_SENTENCES`, each reported to ``progress`` as ``("parse", done, total, "")``.
     """
-    pred = parser.parse_words([list(s.words) for s in gold])  # type: ignore[attr-defined]
+    words = [list(s.words) for s in gold]
+    pred: list[tuple[list[int], list[str]]] = []
+    for start in range(0, len(words), PROGRESS_SENTENCES):
+        pred += parser.parse_words(words[start:start + PROGRESS_SENTENCES])  # type: ignore[attr-defined]
+        if progress is not None:
+            progress("parse", len(pred), len(words), "")
     if getattr(parser, "name", "") == "spacy":
         scores = attachment_scores(gold, pred, spacy_to_ud, universal)
         return {"full": scores, "universal": scores}
@@ -129,10 +142,10 @@ class EvalResult:
     universal: AttachmentScores
 
 
-def evaluate_file(spec: str, path: str | Path) -> EvalResult:
+def evaluate_file(spec: str, path: str | Path, progress: Progress | None = None) -> EvalResult:
     """Evaluate the parser ``spec`` (see :func:`pipeline.parsers.get_parser`) on a CoNLL-U file."""
     from pipeline.parsers import get_parser
 
     gold = read_conllu(path)
-    scores = evaluate_parser(get_parser(spec), gold)
+    scores = evaluate_parser(get_parser(spec), gold, progress)
     return EvalResult(parser=spec, sentences=len(gold), full=scores["full"], universal=scores["universal"])

@@ -1,0 +1,117 @@
+"""`prior predict`: only parses options and calls :func:`trainers.predict.load_model`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.console import err_console, friendly_errors
+from featurestore.errors import DataError, PriorError
+
+if TYPE_CHECKING:
+    from trainers.predict import Prediction
+
+
+class OutputFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+def read_json_lines(stream: IO[str], text_a: str = "sentence1", text_b: str = "sentence2"
+                    ) -> tuple[list[tuple[str, str]], list[int]]:
+    """Pairs from JSON lines (``{"a": …, "b": …}``, or the ``text_a``/``text_b`` names) and
+    each pair's line number; blank lines are skipped, anything else unusable is a `DataError`."""
+    pairs, lines = [], []
+    for number, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"standard input line {number}: not valid JSON ({exc.msg})") from None
+        names = next(((x, y) for x, y in (("a", "b"), (text_a, text_b)) if isinstance(obj, dict)
+                      and x in obj and y in obj), None)
+        if names is None:
+            raise DataError(f"standard input line {number}: expected an object with \"a\" and \"b\" "
+                            f"(or {text_a!r} and {text_b!r})")
+        pairs.append((str(obj[names[0]]), str(obj[names[1]])))
+        lines.append(number)
+    return pairs, lines
+
+
+@contextmanager
+def _sink(out: Path | None) -> Iterator[IO[str]]:
+    if out is None:
+        yield sys.stdout
+        return
+    with out.open("w", encoding="utf-8", newline="") as fh:
+        yield fh
+
+
+def write_predictions(predictions: Sequence[Prediction], fh: IO[str], fmt: OutputFormat,
+                      label_names: Sequence[str], regression: bool) -> None:
+    """JSON lines (`Prediction.as_dict`), or CSV with one probability column per class
+    (``p_<label>``), or a ``score`` column."""
+    if fmt == OutputFormat.jsonl:
+        for p in predictions:
+            fh.write(json.dumps(p.as_dict(), ensure_ascii=False) + "\n")
+        return
+    writer = csv.writer(fh, lineterminator="\n")
+    writer.writerow(["row", "key", "a", "b", *(["score"] if regression else ["label", *(f"p_{n}" for n in label_names)])])
+    for p in predictions:
+        tail = [p.score] if regression else [p.label, *((p.probabilities or {}).get(n) for n in label_names)]
+        writer.writerow([p.row, p.key, p.a, p.b, *tail])
+
+
+@friendly_errors
+def predict_cmd(
+    checkpoint: Annotated[Path, typer.Argument(help="A `prior train` output folder (its best/ is used) or a checkpoint folder.")],
+    a: Annotated[str | None, typer.Option("--a", help="First sentence of one pair (with --b).")] = None,
+    b: Annotated[str | None, typer.Option("--b", help="Second sentence of one pair (with --a).")] = None,
+    file: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="A table of pairs, any format `prior build` reads (.csv, .tsv/.txt, .jsonl, .parquet).")] = None,
+    text_a: Annotated[str, typer.Option(help="Column (file) or key (JSON lines) of the first sentence.")] = "sentence1",
+    text_b: Annotated[str, typer.Option(help="Column (file) or key (JSON lines) of the second sentence.")] = "sentence2",
+    store: Annotated[str | None, typer.Option(help="Where the pairs' parses and features are built (default $PRIOR_HOME/predict-store; reused).")] = None,
+    parser: Annotated[str | None, typer.Option(help="The --parser spec of the model's parse (default: as recorded with the model).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per pair; csv: one column per class probability.")] = OutputFormat.jsonl,
+    batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Dask workers for parsing and features (0: in this process).")] = 0,
+) -> None:
+    """Predict sentence pairs with a trained checkpoint: from --a/--b, --file, or JSON lines on
+    standard input ({"a": ..., "b": ...}); writes the label and class probabilities (or the
+    score) of each pair with its key."""
+    from trainers.predict import load_model
+
+    if (a is None) != (b is None):
+        raise PriorError("give both --a and --b")
+    if a is not None and file is not None:
+        raise PriorError("give --a/--b or --file, not both")
+    pairs: list[tuple[str, str]] = []
+    lines: list[int] = []
+    if file is None and a is None:
+        if sys.stdin.isatty():
+            raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
+        pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
+    model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers)
+    if file is not None:
+        run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)
+    elif a is not None and b is not None:
+        run = model.predict_pairs([(a, b)], progress=True)
+    else:  # a pair's row: its line of standard input
+        run = model.predict_pairs(pairs, rows=lines, unit="standard input line", progress=True)
+    with _sink(out) as fh:
+        write_predictions(run.items, fh, fmt, model.label_names, model.label_kind == "score")
+    if run.skipped:
+        err_console.print(f"skipped {sum(run.skipped.values())} unusable pair(s): "
+                          + ", ".join(f"{n} {reason}" for reason, n in run.skipped.items()), markup=False)
+        for example in run.skip_examples:
+            err_console.print(f"  skipped: {example}", markup=False)

@@ -1,0 +1,141 @@
+"""Features of new sentence pairs, built exactly as a trained model's store entries were: the
+pipeline half of `prior predict` (the model half is `trainers.predict`).
+
+A checkpoint records the store entries its feature was read from (their keys, parameters and
+parse). :func:`build_pairs` builds the same entries for new pairs with :func:`pipeline.build.build`:
+
+- the same parse: the parser spec must give the recorded parse id, else `PredictMismatchError`
+  before anything is parsed;
+- the same parameters: each entry's recorded options go to its feature set, and what a build
+  would count from the dataset being built (DAFA's IDF table, GiBERT's vocabulary) is taken
+  from the recorded parameters instead (`Feature.restore`), so new sentences get the weights
+  and word ids the training data gave. A built entry whose key differs from the recorded one
+  (another WordNet, another feature version here) is a `PredictMismatchError`;
+- the resources those parameters name (a 32-hex content key that is a resource of the
+  model's training store) are copied into the target store when it lacks them; copies keep
+  their content keys.
+
+The pairs become a dataset of the target store named after their content (``predict-`` and
+16 hex characters of the hash of the input file and its text columns; split ``all``), so
+predicting the same input again reuses its pairs, parses and features.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from featurestore import keys as K
+from featurestore import open_store
+from featurestore.errors import PriorError, StoreError
+from featurestore.store import EntryInfo, Store
+
+_RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")
+
+
+class PredictMismatchError(PriorError):
+    """The features this installation computes are not those the model was trained on."""
+
+
+@dataclass
+class BuiltPairs:
+    """Where the pairs went (``store``'s ``dataset``/``split``) and the input rows that could
+    not be used (reason -> count, and the first few as ``file:row [field] reason``)."""
+
+    store: str
+    dataset: str
+    split: str
+    skipped: dict[str, int] = field(default_factory=dict)
+    skip_examples: list[str] = field(default_factory=list)
+
+
+def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
+                pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
+                text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
+                workers: int = 0, progress: bool = False) -> BuiltPairs:
+    """Write ``pairs`` (or the pairs of ``file``, any table `prior build` reads, with the
+    columns ``text_a``/``text_b``) into ``store`` and build their parse ``parse`` (made by
+    ``parser``, default the build's) and the ``entries`` (module docstring). ``resources``: the
+    store the entries were built in, whose resources are copied when ``store`` lacks them."""
+    if (pairs is None) == (file is None):
+        raise PriorError("give pairs or a file, not both or neither")
+    with tempfile.TemporaryDirectory(prefix="prior-predict-") as tmp:
+        if pairs is not None:
+            file = Path(tmp) / "pairs.jsonl"
+            file.write_text("".join(json.dumps({"a": a, "b": b}, ensure_ascii=False) + "\n" for a, b in pairs),
+                            encoding="utf-8")
+            text_a, text_b = "a", "b"
+        assert file is not None
+        return _build(store, Path(file).expanduser(), entries, parse, parser, text_a, text_b, resources,
+                      workers, progress)
+
+
+def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
+           text_a: str, text_b: str, resources: str | None, workers: int, progress: bool) -> BuiltPairs:
+    from pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from pipeline.datasets.lines import file_sha256
+    from pipeline.parsers import fingerprint_of
+
+    if not file.is_file():
+        raise PriorError(f"no such file: {file}")
+    spec = parser or DEFAULT_PARSER
+    here = K.parse_id(fingerprint_of(spec))
+    if here != parse:
+        raise PredictMismatchError(f"parser {spec} gives parse {here[:12]}, but the model was trained on parse "
+                                   f"{parse[:12]}: install the parser model it was trained with, or name it "
+                                   "with --parser")
+    store = open_store(store_url)
+    copy_resources(store, entries, resources)
+    built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
+    options: dict[str, dict[str, object]] = {name: {} for name in built_by}
+    for e in entries:
+        options[e.built_by or e.name].update(e.options or {})
+    content = f"{file_sha256(file)}\0{text_a}\0{text_b}".encode()
+    name = "predict-" + hashlib.blake2b(content, digest_size=8).hexdigest()
+    report = build(BuildOptions(
+        dataset=str(file), name=name, features=tuple(built_by), store=store.location, parser=spec,
+        workers=workers, progress=progress, feature_options={k: v for k, v in options.items() if v},
+        columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
+        restore={e.name: dict(e.params) for e in entries}))
+    for e in entries:
+        made = report.entries.get(e.spec)
+        if made != e.key:
+            raise PredictMismatchError(f"feature {e.spec} computes entry {str(made)[:12]} here, but the model "
+                                       f"read entry {e.key[:12]} (params {e.params}); a resource or the feature's "
+                                       "version differs from the training machine's")
+    split = report.splits[0]
+    return BuiltPairs(store=store.location, dataset=report.dataset, split=split.split,
+                      skipped=dict(split.skipped), skip_examples=list(split.skip_examples))
+
+
+def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | None) -> list[str]:
+    """Copy into ``store`` the resources of ``source`` that the entries' parameters name and
+    ``store`` lacks; returns their keys. A resource's key is its content's, so the copy has
+    the same key and the entry parameters naming it stay valid. A ``source`` that cannot be
+    opened copies nothing (models whose entries name no resource need none)."""
+    wanted = [v for e in entries for v in e.params.values() if isinstance(v, str) and _RESOURCE_KEY.fullmatch(v)]
+    have = {s.target["key"] for s in store.segments("resource")}
+    missing = [k for k in dict.fromkeys(wanted) if k not in have]
+    if not missing or source is None or source == store.location:
+        return []
+    try:
+        src = open_store(source, create=False)
+    except PriorError:  # moved or offline: an entry that needs a resource fails when it reads it
+        return []
+    held = {s.target["key"] for s in src.segments("resource")}
+    copied = []
+    for key in missing:
+        if key not in held:  # a parameter that only looks like a key (a content hash)
+            continue
+        res = src.read_resource(key)
+        new = store.write_resource(res.kind, res.table, arrays=res.arrays, meta=res.meta)
+        if new != key:
+            raise StoreError(f"resource {key} of {src.location} copied into {store.location} has key {new}: "
+                             "its content changed in the copy")
+        copied.append(key)
+    return copied
