@@ -108,6 +108,22 @@ class StoreFS:
             return []
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
 
+    def listdir_tagged(self, rel: str) -> dict[str, str | None]:
+        """Names directly under ``rel`` → a tag that changes whenever that file's content does,
+        where the listing gives one (an object store's ETag, with the size), else None (a local
+        disk: reading its files again costs little)."""
+        if self.local:
+            return dict.fromkeys(self.listdir(rel))
+        try:
+            entries = self.fs.ls(self._content(rel), detail=True)
+        except FileNotFoundError:
+            return {}
+        tagged = {}
+        for entry in entries:
+            etag = entry.get("ETag") or entry.get("etag")
+            tagged[posixpath.basename(entry["name"].rstrip("/"))] = f"{etag}:{entry.get('size')}" if etag else None
+        return dict(sorted(tagged.items()))
+
     def walk_files(self, rel: str) -> list[str]:
         """All files below ``rel``, as store-relative paths."""
         base = self._content(rel)

@@ -143,13 +143,43 @@ def test_s3_listing_sees_what_other_processes_committed(s3):
 
     url = f"s3://{s3.bucket()}/store"
     reader = open_store(url, storage_options=s3.options())
-    assert reader.segments() == [] and reader.size_bytes() == 0
+    reader.write_resource("mine", pa.table({"x": [1]}))
+    assert len(reader.segments(refresh=True)) == 1  # a listing of catalog/ with one record
+    size = reader.size_bytes()
     # a second, separate filesystem instance stands for another process
     other = open_store(url, storage_options={**s3.options(), "skip_instance_cache": True})
     assert other.fs.fs is not reader.fs.fs
-    other.write_resource("test", pa.table({"x": [1, 2, 3]}))
+    other.write_resource("theirs", pa.table({"x": [1, 2, 3]}))
     reader.refresh()
-    assert [s.kind for s in reader.segments()] == ["resource"] and reader.size_bytes() > 0
+    assert [s.target["kind"] for s in reader.segments()] == ["mine", "theirs"] and reader.size_bytes() > size
+
+
+def test_s3_catalog_records_are_fetched_once_and_again_when_changed(s3, monkeypatch):
+    """One listing of catalog/ gives every record's ETag: a record read before with the same
+    ETag is not fetched again (every build task reads the catalog); one whose content changed
+    on the server is, and is found damaged."""
+    import pyarrow as pa
+
+    from featurestore.fs import StoreFS
+
+    bucket = s3.bucket()
+    url = f"s3://{bucket}/store"
+    store = open_store(url, storage_options=s3.options())
+    store.write_resource("a", pa.table({"x": [1]}))
+    store.write_resource("b", pa.table({"x": [2]}))
+    assert len(store.segments(refresh=True)) == 2  # both records read once
+    fetched: list[str] = []
+    read_bytes = StoreFS.read_bytes
+    monkeypatch.setattr(StoreFS, "read_bytes", lambda self, rel: fetched.append(rel) or read_bytes(self, rel))
+    first = open_store(url, storage_options=s3.options()).segments()
+    assert len(first) == 2 and not [r for r in fetched if r.startswith("catalog/")]
+    record = f"store/catalog/{first[0].id}.json"
+    body = json.loads(s3.client.get_object(Bucket=bucket, Key=record)["Body"].read())
+    body["rows"] += 1  # its checksum no longer matches
+    s3.client.put_object(Bucket=bucket, Key=record, Body=json.dumps(body).encode())
+    with pytest.raises(StoreError, match=f"catalog record catalog/{first[0].id}.json is damaged"):
+        open_store(url, storage_options=s3.options()).segments()
+    assert [r for r in fetched if r.startswith("catalog/")] == [f"catalog/{first[0].id}.json"]
 
 
 def test_s3_environment_options_and_command_line_override(s3, monkeypatch):
