@@ -108,7 +108,7 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
 
 
 def file_digest(fs: StoreFS, rel: str) -> str:
-    return file_entry(fs, rel)["blake2b"]
+    return str(file_entry(fs, rel)["blake2b"])
 
 
 def file_entry(fs: StoreFS, rel: str) -> dict[str, Any]:

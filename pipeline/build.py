@@ -529,7 +529,7 @@ def build(options: BuildOptions) -> BuildReport:
     t_start = time.perf_counter()
     _check_settings(options)
     store = open_store(options.store, storage_options=options.storage_options)  # reachable, credentials valid
-    _check_store_reach(store, options)
+    _check_store_shared(store, options)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
@@ -571,7 +571,7 @@ def build(options: BuildOptions) -> BuildReport:
     return report
 
 
-def _check_store_reach(store: Store, options: BuildOptions) -> None:
+def _check_store_shared(store: Store, options: BuildOptions) -> None:
     """A store in this process's memory (``memory://``) cannot be written by worker processes:
     each has its own memory, and the build would fail later with parses "missing" from it."""
     if store.fs.in_process and (options.workers > 0 or options.scheduler):

@@ -234,12 +234,60 @@ def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch)
     assert len(open_store(url, storage_options=s3.options()).segments("parses")) == 1
 
 
+def _worker_without_aws_env(fn, *args):
+    """Runs in a fresh process, as a worker on another machine would: no AWS settings at all."""
+    for name in AWS_SETTINGS:
+        os.environ.pop(name, None)
+    return fn(*args)
+
+
+class _RemoteCluster:
+    """Stands for a `--scheduler` cluster of one worker in another process (spawned, with no
+    AWS settings in its environment); only what the build's checks use."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+
+    def scheduler_info(self) -> dict[str, Any]:
+        return {"workers": {"tcp://remote:1": {}}}
+
+    def run(self, fn: Any, *args: Any) -> dict[str, Any]:
+        return {"tcp://remote:1": self.pool.submit(_worker_without_aws_env, fn, *args).result()}
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
+def test_s3_scheduler_worker_without_credentials_is_one_line_before_any_commit(s3, monkeypatch):
+    """The driver's credentials come from its environment (not from storage options): a worker
+    without them is named in one line before the first commit, and no pair is written."""
+    bucket = s3.bucket()
+    url = f"s3://{bucket}/store"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setattr(preflight, "connect", lambda address: _RemoteCluster())
+    result = runner.invoke(app, ["build", "--dataset", "sick", "--split", "test", "--features", "sdoi",
+                                 "--parser", "spacy", "--limit", "5", "--scheduler", "tcp://remote:8786",
+                                 "--store", url, "--storage-option", f"endpoint_url={s3.endpoint}"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "found before anything was written: worker tcp://remote:1: store " + url in lines[0]
+    assert "NoCredentialsError" in lines[0], lines[0]
+    assert list(s3.objects(bucket)) == ["store/STORE.json"]  # the driver's check; no pair, no lease left
+
+
 class _Killed(BaseException):
     """Stands for SIGKILL: no handler of the build's catches it."""
 
 
+KILLED = dict(dataset="sick", splits=("test",), limit=20, partition_size=10)
+
+
 def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
-    """A build of 40 SICK pairs on S3 that dies right before its ``after + 1``-th parse commit,
+    """A build of 20 SICK pairs on S3 that dies right before its ``after + 1``-th parse commit,
     its segment files written, leaving what a killed process leaves: its lease (never renewed
     again) and claims, and an uncommitted segment folder."""
     import featurestore.store as store_module
@@ -258,8 +306,7 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
         patch.setattr(store_module, "commit_segment", dies)
         patch.setattr(Lease, "release", lambda self: self._stop.set())
         with pytest.raises(_Killed):
-            build(_opts(url, dataset="sick", splits=("test",), limit=40, partition_size=8,
-                        storage_options=s3.options()))
+            build(_opts(url, **KILLED, storage_options=s3.options()))
 
 
 def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, monkeypatch):
@@ -269,10 +316,9 @@ def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, mo
     url = f"s3://{bucket}/store"
     _killed_build(url, s3, monkeypatch, after=2)
     assert len(s3.records(bucket, "parses")) == 2
-    report = build(_opts(url, dataset="sick", splits=("test",), limit=40, partition_size=8,
-                         storage_options=s3.options()))
+    report = build(_opts(url, **KILLED, storage_options=s3.options()))
     assert report.stage("parse").reused > 0 and report.stage("parse").computed > 0
-    build(_opts(tmp_path / "ref", dataset="sick", splits=("test",), limit=40))
+    build(_opts(tmp_path / "ref", **KILLED))
     assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "ref")
     verified = verify_store(open_store(url, storage_options=s3.options()))
     assert verified.ok and len(verified.in_progress) == 1  # the dead build's folder: harmless, gc's to remove

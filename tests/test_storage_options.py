@@ -4,6 +4,7 @@ and a `memory://` store refused where worker processes would write it."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -85,3 +86,36 @@ def test_memory_store_builds_in_process(tmp_path):
     assert report.stage("parse").computed > 0
     build(_opts(tmp_path / "local", limit=6))
     assert _frame_rows(location) == _frame_rows(tmp_path / "local")
+
+
+def test_env_command_shows_option_keys_never_values(monkeypatch):
+    monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://127.0.0.1:9000", "secret": "hush"}')
+    result = runner.invoke(app, ["env"])
+    assert result.exit_code == 0
+    assert "keys endpoint_url, secret (values not shown)" in result.output and "hush" not in result.output
+
+
+def test_every_command_that_opens_a_store_takes_storage_options():
+    import typer.main
+
+    def commands(group: Any, path: str = "prior") -> list[tuple[str, Any]]:
+        if hasattr(group, "commands"):  # a group (typer's own click, whichever it ships)
+            return [c for name, sub in group.commands.items() for c in commands(sub, f"{path} {name}")]
+        return [(path, group)]
+
+    with_store = {path: cmd for path, cmd in commands(typer.main.get_command(app))
+                  if any(p.name == "store" for p in cmd.params)}
+    assert {"prior build", "prior show", "prior train", "prior eval", "prior store verify",
+            "prior embed counterfit"} <= set(with_store)
+    lacking = [path for path, cmd in with_store.items()
+               if not any("--storage-option" in p.opts for p in cmd.params)]
+    assert lacking == []
+
+
+def test_train_and_eval_hand_their_options_to_the_trainers_through_the_environment(monkeypatch):
+    """The trainers open the store with `open_store(location)`, which reads the variable."""
+    from cli.store_flags import export_storage_options
+
+    monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
+    export_storage_options(["anon=true"])
+    assert so.from_env() == {"endpoint_url": "http://env:1", "anon": True}
