@@ -259,6 +259,10 @@ class Store:
         except PriorError:
             raise
         except Exception as exc:  # noqa: BLE001 - a backend's error (permissions, credentials): one line
+            if hasattr(self, "fs") and not self.fs.local:
+                # fsspec keeps filesystem instances, with the credentials they found, for reuse:
+                # a retry in this process (credentials set meanwhile) must start afresh
+                type(self.fs.fs).clear_instance_cache()
             raise StoreError(f"cannot {'open or create' if create else 'open'} the store at {self.location} "
                              f"({_one_line(exc)}){_reach_hint(self.location)}") from None
         self._segments: list[Segment] | None = None

@@ -98,12 +98,16 @@ def s3_server() -> Iterator[S3]:
 @pytest.fixture
 def s3(s3_server: S3, monkeypatch: pytest.MonkeyPatch, tmp_path) -> S3:
     """No AWS settings in the environment: no keys, endpoint, profile or config files, no
-    instance-metadata lookups; prior's own storage options are unset too."""
+    instance-metadata lookups; prior's own storage options are unset too; no S3 filesystem
+    made by an earlier test."""
     for name in (*AWS_SETTINGS, so.ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # instances keep the credentials they found when made
     return s3_server
 
 
@@ -215,6 +219,17 @@ def test_s3_unreachable_store_is_one_line_before_any_work(s3, missing):
     assert s3.objects(bucket) == {}
     with pytest.raises(StoreError, match="cannot open the store"):
         open_store(url, create=False, storage_options={"endpoint_url": s3.endpoint})
+
+
+def test_s3_open_retried_after_credentials_are_set_starts_afresh(s3, monkeypatch):
+    """fsspec reuses filesystem instances with the credentials they found: a failed open must
+    not leave one behind that a retry in the same process would get."""
+    url = f"s3://{s3.bucket()}/store"
+    with pytest.raises(StoreError, match="NoCredentialsError"):
+        open_store(url, storage_options={"endpoint_url": s3.endpoint})
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    assert open_store(url, storage_options={"endpoint_url": s3.endpoint}).segments() == []
 
 
 def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch):
