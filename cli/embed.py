@@ -74,9 +74,10 @@ def train_cmd(
 
     settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
                             seed=seed, threads=threads)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     with stage_bars() as progress:
         made = train_dependency_embeddings(
-            open_store(store, create=False, storage_options=storage_options(storage_option)), out, settings=settings, parse=parse, datasets=dataset,
+            opened, out, settings=settings, parse=parse, datasets=dataset,
             lowercase=not keep_case, collapse_prep=not no_collapse_prep, progress=progress)
     r = made.record
     console.print(f"{r['words']} words × {r['dim']} from {r['sentences']} sentences "

@@ -30,8 +30,8 @@ def show_cmd(
     from featurestore import open_store
 
     params = read_params(feature_param, option, feature_names(feature))
-    view = pair_view(open_store(store, create=False, storage_options=storage_options(storage_option)), dataset, pair, feature, split=split, params=params,
-                     entry=entry)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    view = pair_view(opened, dataset, pair, feature, split=split, params=params, entry=entry)
     console.print(format_pair(view), markup=False, end="")
     if plot is not None:
         console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)

@@ -112,7 +112,8 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     from featurestore import open_store
     from featurestore.maintenance import gc_store
 
-    report = gc_store(open_store(store, create=False, storage_options=storage_options(storage_option)), dry_run=dry_run, drop_damaged=drop_damaged, force=force)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    report = gc_store(opened, dry_run=dry_run, drop_damaged=drop_damaged, force=force)
     for build in report.builds:
         console.print(f"build in progress: {build}", markup=False, soft_wrap=True)
     if report.kept:

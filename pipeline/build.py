@@ -575,7 +575,8 @@ def _check_store_shared(store: Store, options: BuildOptions) -> None:
     """A store in this process's memory (``memory://``) cannot be written by worker processes:
     each has its own memory, and the build would fail later with parses "missing" from it."""
     if store.fs.in_process and (options.workers > 0 or options.scheduler):
-        where = f"the Dask cluster at {options.scheduler}" if options.scheduler else f"{options.workers} worker process(es)"
+        where = (f"the Dask cluster at {options.scheduler}" if options.scheduler
+                 else f"{options.workers} worker process(es)")
         raise DataError(f"the store {store.location} lives in this process's memory, which {where} cannot see "
                         "(each process has its own memory); build it with --workers 0 and no --scheduler, "
                         "or use a directory or an object store")
