@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from cli.console import console, friendly_errors, human_bytes
+from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from featurestore.errors import PriorError
 from pipeline.build import DEFAULT_FEATURES
 from pipeline.features.registry import FEATURE_SETS
@@ -33,7 +34,8 @@ def build_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.")] = "snli",
     features: Annotated[str, typer.Option(help=f"Comma-separated features: {', '.join(FEATURE_SETS)}.")] = ",".join(DEFAULT_FEATURES),
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
-    store: Annotated[str | None, typer.Option(help="Store directory or fsspec URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     parser: Annotated[str | None, typer.Option(help="biaffine (default), spacy, or biaffine:<model>.")] = None,
     parse_device: Annotated[ParseDevice, typer.Option(help="Where the biaffine model runs: auto (a worker's CUDA GPU if it has one), cpu or cuda. Not part of the parse id.")] = ParseDevice.auto,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N usable pairs of each split.")] = None,
@@ -62,7 +64,8 @@ def build_cmd(
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
                            feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
-                                    "label_kind": label_kind}, name=name, replace=replace)
+                                    "label_kind": label_kind}, name=name, replace=replace,
+                           storage_options=storage_options(storage_option))
     report = build(options)
     print_report(report)
 

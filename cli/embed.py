@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 
 from cli.console import console, friendly_errors
+from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from featurestore.progress import stage_bars
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
                   no_args_is_help=True)
-StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
 
 
 class Contexts(StrEnum):
@@ -26,6 +26,7 @@ def train_cmd(
     out: Annotated[Path, typer.Option(help="word2vec text file to write (a .json with the settings goes beside it).")],
     contexts: Annotated[Contexts, typer.Option(help="Context type: dep = each word's head and children with their relations.")] = Contexts.dep,
     store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     dataset: Annotated[list[str] | None, typer.Option(help="Train on these datasets' sentences only (repeatable; default all parsed sentences).")] = None,
     parse: Annotated[str | None, typer.Option(help="Parse id to use (default: the store's most recent).")] = None,
     dim: Annotated[int, typer.Option(min=1)] = 300,
@@ -45,9 +46,10 @@ def train_cmd(
 
     settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
                             seed=seed, threads=threads)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     with stage_bars() as progress:
         made = train_dependency_embeddings(
-            open_store(store, create=False), out, settings=settings, parse=parse, datasets=dataset,
+            opened, out, settings=settings, parse=parse, datasets=dataset,
             lowercase=not keep_case, collapse_prep=not no_collapse_prep, progress=progress)
     r = made.record
     console.print(f"{r['words']} words × {r['dim']} from {r['sentences']} sentences "
@@ -61,6 +63,7 @@ def counterfit_cmd(
     source: Annotated[str | None, typer.Argument(metavar="EMBEDDINGS", show_default=False, help="Embedding file (word2vec txt/bin, GloVe, fastText .vec) or a store resource key.")] = None,
     embeddings: Annotated[str | None, typer.Option("--embeddings", help="The same as the EMBEDDINGS argument.")] = None,
     store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not add the result to a store.")] = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N words of the file.")] = None,
     k1: Annotated[float, typer.Option(help="Antonym repel weight.")] = 0.1,
@@ -86,7 +89,8 @@ def counterfit_cmd(
                                   iterations=iterations, center=center)
     with stage_bars() as progress:
         made = counterfit_embeddings(source or embeddings or "", out,
-                                     store=None if no_store else open_store(store),
+                                     store=None if no_store else open_store(
+                                         store, storage_options=storage_options(storage_option)),
                                      settings=settings, limit=limit, progress=progress)
     r = made.record
     console.print(f"{r['words']} words (mean cosine {r['mean_cosine']}); {r['synonym_pairs']} synonym, "
@@ -100,13 +104,14 @@ def counterfit_cmd(
 def oov_cmd(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name as stored.")],
     store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     vocab: Annotated[str | None, typer.Option(help="Key of the embeddings resource whose `emb` entry to use (default: the most recent `emb` entry).")] = None,
 ) -> None:
     """Out-of-vocabulary rate of each split of a dataset, from the stored `emb` word ids."""
     from featurestore import open_store
     from pipeline.features.emb import oov_rates
 
-    opened = open_store(store, create=False)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     entry = opened.find_entry("emb", params=None if vocab is None else {"vocab": vocab})
     console.print(f"emb entry {entry.key[:12]} (vocabulary {entry.params['vocab']}, "
                   f"lookup {entry.params['lookup']})", markup=False)

@@ -33,7 +33,8 @@ def env_lines() -> list[tuple[str, str]]:
     lines += [("PRIOR_HOME", str(prior_home())), ("PRIOR_STORE", default_store()),
               ("PRIOR_DATA_DIR", str(data_dir() or "not set")),
               ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set")),
-              ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)"))]
+              ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)")),
+              ("PRIOR_STORAGE_OPTIONS", storage_options_line())]
     lines += wordnet_lines()
     try:
         from pipeline.datasets.resolve import bundled_dir as bundled_data_dir
@@ -55,6 +56,18 @@ def spacy_model_line() -> str:
     except PriorError as exc:
         return f"none: {exc}"
     return f"{name} {md.version(name.replace('_', '-'))}"
+
+
+def storage_options_line() -> str:
+    """The keys of ``$PRIOR_STORAGE_OPTIONS``; never their values (credentials)."""
+    from featurestore import storage_options as so
+    from featurestore.errors import PriorError
+
+    try:
+        options = so.from_env()
+    except PriorError as exc:
+        return f"unusable: {exc}"
+    return f"keys {', '.join(sorted(options))} (values not shown)" if options else "not set"
 
 
 def wordnet_lines() -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ import typer
 
 from cli.console import console, friendly_errors
 from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 
 
 @friendly_errors
@@ -17,7 +18,8 @@ def show_cmd(
     pair: Annotated[str, typer.Option(help="Row number in its split, or the pair key (a unique prefix of ≥ 6 characters).")],
     feature: Annotated[str, typer.Option(help=f"A feature (entry) or view: {READABLE}.")] = "dep",
     split: Annotated[str | None, typer.Option(help="Split of the row (default: the only split, else the first of train, dev, …, test).")] = None,
-    store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     plot: Annotated[Path | None, typer.Option(help="Also draw the heatmap to this image file (e.g. out.png).")] = None,
     feature_param: FeatureParamOpt = None,
     option: FeatureOptionOpt = None,
@@ -28,8 +30,8 @@ def show_cmd(
     from featurestore import open_store
 
     params = read_params(feature_param, option, feature_names(feature))
-    view = pair_view(open_store(store, create=False), dataset, pair, feature, split=split, params=params,
-                     entry=entry)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    view = pair_view(opened, dataset, pair, feature, split=split, params=params, entry=entry)
     console.print(format_pair(view), markup=False, end="")
     if plot is not None:
         console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)

@@ -11,20 +11,20 @@ from rich.table import Table
 
 from cli.console import console, err_console, friendly_errors, human_bytes
 from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 
 app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
-StoreOpt = Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")]
 
 
 @app.command("info")
 @friendly_errors
-def info_cmd(store: StoreOpt = None,
+def info_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """What the store holds: datasets, parses, feature entries, resources, size."""
     from featurestore import open_store
     from featurestore.maintenance import store_info
 
-    info = store_info(open_store(store, create=False))
+    info = store_info(open_store(store, create=False, storage_options=storage_options(storage_option)))
     if as_json:
         console.print_json(json.dumps(info.__dict__, default=str))
         return
@@ -74,12 +74,12 @@ def _distinguishing(entry: dict, entries: list[dict]) -> str:
 
 @app.command("verify")
 @friendly_errors
-def verify_cmd(store: StoreOpt = None) -> None:
+def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) -> None:
     """Check every committed file (size and blake2b); exit 1 if anything is damaged."""
     from featurestore import open_store
     from featurestore.maintenance import verify_store
 
-    report = verify_store(open_store(store, create=False))
+    report = verify_store(open_store(store, create=False, storage_options=storage_options(storage_option)))
     for line in report.damaged:
         err_console.print(f"[red]damaged:[/] {escape(line)}", soft_wrap=True)
     for build in report.builds:
@@ -103,7 +103,7 @@ def verify_cmd(store: StoreOpt = None) -> None:
 
 @app.command("gc")
 @friendly_errors
-def gc_cmd(store: StoreOpt = None,
+def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
            dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
            drop_damaged: Annotated[bool, typer.Option("--drop-damaged", help="Also un-commit damaged segments.")] = False,
            force: Annotated[bool, typer.Option("--force", help="Run while builds hold the store (their own folders are kept).")] = False,
@@ -112,7 +112,8 @@ def gc_cmd(store: StoreOpt = None,
     from featurestore import open_store
     from featurestore.maintenance import gc_store
 
-    report = gc_store(open_store(store, create=False), dry_run=dry_run, drop_damaged=drop_damaged, force=force)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    report = gc_store(opened, dry_run=dry_run, drop_damaged=drop_damaged, force=force)
     for build in report.builds:
         console.print(f"build in progress: {build}", markup=False, soft_wrap=True)
     if report.kept:
@@ -130,6 +131,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
               dataset: Annotated[str, typer.Option(help="Dataset name as stored.")],
               split: Annotated[str | None, typer.Option(help="Split (default: the only split, else the first of train, dev, …, test).")] = None,
               store: StoreOpt = None,
+              storage_option: StorageOptionOpt = None,
               rows: Annotated[int, typer.Option(min=1, help="How many pairs to show.")] = 3,
               feature_param: FeatureParamOpt = None,
               option: FeatureOptionOpt = None,
@@ -142,7 +144,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     from featurestore import open_store
     from featurestore.selection import entries_line
 
-    opened = open_store(store, create=False)
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     if split is None:
         present = split_order([s for d, s in opened.datasets() if d == dataset])
         split = present[0] if present else "test"

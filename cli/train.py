@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
+from cli.store_flags import StorageOptionOpt, StoreOpt, export_storage_options
 from featurestore.errors import PriorError
 from trainers.models import MODELS
 
@@ -40,7 +41,8 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
 def train(
     model: Annotated[str, typer.Argument(help=f"Model and size: {'|'.join(MODELS)} + -base|-large|-mini, e.g. dafa-large.")],
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name in the store (one with a train split).")] = None,
-    store: Annotated[str | None, typer.Option(help="Store directory or URL (default $PRIOR_STORE or $PRIOR_HOME/store).")] = None,
+    store: StoreOpt = None,
+    storage_option: StorageOptionOpt = None,
     output: Annotated[Path | None, typer.Option(help="Output directory (default runs/<model>-<dataset>-s<seed>).")] = None,
     backbone: Annotated[str | None, typer.Option(help="Any BERT-architecture checkpoint: hub id or directory (overrides the size).")] = None,
     epochs: Annotated[int | None, typer.Option(min=1, help="Default: the paper's.")] = None,
@@ -73,6 +75,7 @@ def train(
     from trainers.registry import parse_model_name
 
     try:
+        export_storage_options(storage_option)
         name, _ = parse_model_name(model)
         if dataset is None:
             dataset = check_train_split(open_store(store, create=False), None)
@@ -106,6 +109,7 @@ def eval_(
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Default: the dataset the model was trained on.")] = None,
     split: Annotated[str, typer.Option()] = "test",
     store: Annotated[str | None, typer.Option(help="Default: the store the model was trained from.")] = None,
+    storage_option: StorageOptionOpt = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
     features: Annotated[FeatureMode, typer.Option(help="stored: as trained; neutral: the feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors); shuffled: by another pair's (a fixed permutation). A model whose score does not move without its feature does not use it.")] = FeatureMode.stored,
@@ -116,6 +120,7 @@ def eval_(
     from trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
+        export_storage_options(storage_option)
         folder = checkpoint_dir(checkpoint)
         if dataset is None and (folder / "prior.json").is_file():
             dataset = json.loads((folder / "prior.json").read_text())["dataset"]

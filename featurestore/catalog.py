@@ -108,11 +108,19 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
 
 
 def file_digest(fs: StoreFS, rel: str) -> str:
+    return str(file_entry(fs, rel)["blake2b"])
+
+
+def file_entry(fs: StoreFS, rel: str) -> dict[str, Any]:
+    """A file's record entry, ``{"size", "blake2b"}``, from one read of its content (on an
+    object store a separate size query would be one more request per file)."""
     h = hashlib.blake2b(digest_size=16)
+    size = 0
     with fs.open(rel, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+            size += len(block)
+    return {"size": size, "blake2b": h.hexdigest()}
 
 
 @dataclass(frozen=True)
@@ -173,7 +181,7 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     files = {}
     for rel in fs.walk_files(folder):
         inner = rel[len(folder) + 1:]
-        files[inner] = {"size": fs.size(rel), "blake2b": file_digest(fs, rel)}
+        files[inner] = file_entry(fs, rel)
     lost = [name for name in required if name not in files]
     if not files or lost:
         raise SegmentLostError(f"segment {segment_id} lost {', '.join(lost) or 'its files'} before its commit "
@@ -191,23 +199,41 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     return segment
 
 
+# Records read before, by (store, record name, content tag): on an object store one listing of
+# catalog/ gives every record's ETag, so a record is fetched once per process, not at every
+# catalog read (each build task reads the catalog: N tasks × N records requests otherwise).
+_RECORDS: dict[tuple[str, str, str], Segment] = {}
+_RECORDS_MAX = 100_000
+
+
 def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Segment]:
     """Committed segments, oldest first. Temporary files of unfinished commits are ignored.
 
     A damaged record raises StoreError, unless ``damaged`` is given: then its path is recorded
     there with the error and the record skipped (``verify`` and ``gc --drop-damaged`` use this).
+    A record whose content tag (``StoreFS.listdir_tagged``) is the one read before in this
+    process is not fetched again: the same tag means the same content, checked then.
     """
     segments = []
-    for name in fs.listdir(CATALOG):
+    for name, tag in fs.listdir_tagged(CATALOG).items():
         if not name.endswith(".json") or ".tmp-" in name:
             continue
         rel = f"{CATALOG}/{name}"
+        known = (fs.url, name, tag) if tag else None
+        if known is not None and (cached := _RECORDS.get(known)) is not None:
+            segments.append(cached)
+            continue
         try:
             if not is_segment_id(name[:-len(".json")]):
                 raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
             if not fs.inside(rel):
                 raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
-            segments.append(Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel))
+            segment = Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel)
+            segments.append(segment)
+            if known is not None:
+                if len(_RECORDS) >= _RECORDS_MAX:
+                    _RECORDS.clear()
+                _RECORDS[known] = segment
         except StoreError as exc:
             if damaged is None:
                 raise

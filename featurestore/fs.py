@@ -9,6 +9,11 @@ the root (absolute, ``..``, empty parts, backslashes, NUL): a last guard behind 
 the names that make up store paths (``names.py``, ``catalog.py``). On a local disk a store
 holds no links: reading, listing, sizing or writing anything reached through one is refused
 (`StoreError`), wherever it points; ``remove`` removes a link itself, never what it points to.
+
+Storage options (``featurestore.storage_options``) go to fsspec as they are, with one exception:
+fsspec's listings cache is always off. Other processes (a build's workers, other builds) commit
+segments while this one runs, and a cached listing of ``catalog/`` hides them: reads missed
+segments and a build reported the store's size as it was before its workers wrote.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from featurestore.errors import StoreError
 
@@ -28,10 +35,14 @@ from featurestore.errors import StoreError
 class StoreFS:
     """Paths inside the store are POSIX-style and relative to its root."""
 
-    def __init__(self, url: str | os.PathLike[str]) -> None:
+    def __init__(self, url: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> None:
         text = os.fspath(url)
-        self.fs, root = fsspec.core.url_to_fs(text)
+        #: what fsspec is given: the caller's options, listings cache off (see the module's docstring)
+        self.fs_kwargs: dict[str, Any] = {**(storage_options or {}), "use_listings_cache": False}
+        self.fs, root = fsspec.core.url_to_fs(text, **self.fs_kwargs)
         self.local = isinstance(self.fs, LocalFileSystem)
+        #: the files live in this process's memory: other processes (workers) cannot see them
+        self.in_process = isinstance(self.fs, MemoryFileSystem)
         self.root = str(Path(root).resolve()) if self.local else root.rstrip("/")
         self.url = self.root if self.local else text.rstrip("/")
 
@@ -96,6 +107,22 @@ class StoreFS:
         except FileNotFoundError:
             return []
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
+
+    def listdir_tagged(self, rel: str) -> dict[str, str | None]:
+        """Names directly under ``rel`` → a tag that changes whenever that file's content does,
+        where the listing gives one (an object store's ETag, with the size), else None (a local
+        disk: reading its files again costs little)."""
+        if self.local:
+            return dict.fromkeys(self.listdir(rel))
+        try:
+            entries = self.fs.ls(self._content(rel), detail=True)
+        except FileNotFoundError:
+            return {}
+        tagged = {}
+        for entry in entries:
+            etag = entry.get("ETag") or entry.get("etag")
+            tagged[posixpath.basename(entry["name"].rstrip("/"))] = f"{etag}:{entry.get('size')}" if etag else None
+        return dict(sorted(tagged.items()))
 
     def walk_files(self, rel: str) -> list[str]:
         """All files below ``rel``, as store-relative paths."""

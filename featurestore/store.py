@@ -41,6 +41,7 @@ from featurestore.fs import StoreFS
 from featurestore.lease import check_live, claim
 from featurestore.names import check_name
 from featurestore.segment_cache import PARSE_SEGMENTS
+from featurestore.storage_options import resolve as resolve_storage_options
 from featurestore.tensors import flatten, read_flat_files, write_flat
 from layouts.kinds import Layout
 from layouts.kinds import from_json as layout_from_json
@@ -168,6 +169,18 @@ class Resource:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+
+
+def _reach_hint(location: str) -> str:
+    """What to check when a store at a URL cannot be reached (nothing for a local directory)."""
+    if "://" not in location or location.startswith("file://"):
+        return ""
+    return ("; check the URL, the endpoint and the credentials: fsspec storage options go in "
+            "--storage-option KEY=VALUE or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, secret=…, anon=true)")
+
+
 def _frame(table: pa.Table) -> pl.DataFrame:
     """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
     frame = pl.from_arrow(table)
@@ -245,17 +258,25 @@ class Store:
     that can reach the store (Dask workers do). Readers see committed segments only.
     """
 
-    def __init__(self, location: str | os.PathLike[str], *, create: bool = True, lease: str | None = None) -> None:
-        self.fs = StoreFS(location)
-        self.location = self.fs.url
+    def __init__(self, location: str | os.PathLike[str], *, create: bool = True, lease: str | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
+        #: the fsspec options this store was opened with (secrets included: never printed)
+        self.storage_options = resolve_storage_options(storage_options)
+        self.location = os.fspath(location)
         self.lease = lease  # writes claim their segments under this lease and commit only while it lives
         try:
+            self.fs = StoreFS(location, self.storage_options)
+            self.location = self.fs.url
             self._open(create)
         except PriorError:
             raise
         except Exception as exc:  # noqa: BLE001 - a backend's error (permissions, credentials): one line
+            if hasattr(self, "fs") and not self.fs.local:
+                # fsspec keeps filesystem instances, with the credentials they found, for reuse:
+                # a retry in this process (credentials set meanwhile) must start afresh
+                type(self.fs.fs).clear_instance_cache()
             raise StoreError(f"cannot {'open or create' if create else 'open'} the store at {self.location} "
-                             f"({type(exc).__name__}: {exc})") from None
+                             f"({_one_line(exc)}){_reach_hint(self.location)}") from None
         self._segments: list[Segment] | None = None
 
     def _open(self, create: bool) -> None:
@@ -297,17 +318,23 @@ class Store:
         written once more under a new id."""
         for attempt in (1, 2):
             sid = new_segment_id()
-            if self.lease:
-                claim(self.fs, self.lease, sid)
-            required = write(f"{SEGMENTS}/{sid}")
             ready = (lambda: check_live(self.fs, self.lease)) if self.lease else None  # type: ignore[arg-type]
             try:
+                if self.lease:
+                    claim(self.fs, self.lease, sid)
+                required = write(f"{SEGMENTS}/{sid}")
                 segment = commit_segment(self.fs, sid, kind, target, rows, meta, required=required,
                                          lease=self.lease or "", ready=ready)
             except SegmentLostError:
                 if attempt == 2:
                     raise
                 continue
+            except PriorError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a backend's error (credentials expired, disk full): one line
+                raise StoreError(f"cannot write a {kind} segment to the store at {self.location} "
+                                 f"({_one_line(exc)}); what was committed before is kept, rerun to continue"
+                                 f"{_reach_hint(self.location)}") from None
             if self._segments is not None:
                 self._segments.append(segment)
             return segment
@@ -589,11 +616,14 @@ class Store:
 
 
 def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True,
-               lease: str | None = None) -> Store:
+               lease: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Store:
     """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``.
-    ``lease``: the id of a build's lease (``lease.py``) that this store's writes belong to."""
+    ``lease``: the id of a build's lease (``lease.py``) that this store's writes belong to.
+    ``storage_options``: fsspec options for a URL (``{"endpoint_url": …, "key": …, "secret": …}``
+    for S3); None reads them from ``$PRIOR_STORAGE_OPTIONS`` (`featurestore.storage_options`).
+    A store that cannot be reached or read is a one-line `StoreError`, raised here."""
     if location is None:
         from featurestore.paths import default_store
 
         location = default_store()
-    return Store(location, create=create, lease=lease)
+    return Store(location, create=create, lease=lease, storage_options=storage_options)

@@ -33,7 +33,8 @@ def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> Store:
 
     if fs.local:
         return zarr.storage.LocalStore(fs.path(rel), read_only=read_only)
-    return zarr.storage.FsspecStore.from_url(f"{fs.url}/{rel}", read_only=read_only)
+    # the store's own fsspec options (endpoint, credentials): Zarr opens its own (async) instance
+    return zarr.storage.FsspecStore.from_url(f"{fs.url}/{rel}", storage_options=fs.fs_kwargs, read_only=read_only)
 
 
 def flatten(name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:

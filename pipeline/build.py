@@ -10,7 +10,9 @@ per worker process (see ``worker.py``).
 A build holds a lease on the store while it runs (``featurestore.lease``): its segments are
 claimed, so ``prior store gc`` leaves them alone, and it first removes what dead builds left.
 Before its first commit it checks that it can finish (``preflight.py``): the store can be
-written, the scheduler answers, the workers have the parser, WordNet and the store.
+reached with the build's storage options and written (a ``memory://`` store is refused when
+worker processes would write it), the scheduler answers, the workers have the parser, WordNet
+and the store. The storage options are resolved once, here, and handed to every worker task.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class BuildOptions:
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
+    # by the driver. The workers get the driver's, never read their own environment's.
+    storage_options: dict[str, Any] | None = None
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -311,9 +316,9 @@ def _feature_call(store: Store, feature: Any, entry: EntryInfo, parse: str, part
     partition was planned (the worker skips keys other builds committed since)."""
     guard = (store.lease, known)
     if feature.scope == "sentence":
-        return (store.location, feature, entry.target(), part, (parse, None), guard)
+        return (store.location, feature, entry.target(), part, (parse, None), guard, store.storage_options)
     return (store.location, feature, entry.target(), [t[0] for t in part], (parse, [(a, b) for _, a, b in part]),
-            guard)
+            guard, store.storage_options)
 
 
 def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, fingerprint: dict[str, Any],
@@ -324,7 +329,7 @@ def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, f
     if options.scheduler:
         runner._start()
         preflight.check_workers(runner.client, store.location, str(store.lease), options.parser, fingerprint,
-                                features)
+                                features, store.storage_options)
     else:
         preflight.check_local(features)
 
@@ -513,7 +518,8 @@ def build(options: BuildOptions) -> BuildReport:
 
     t_start = time.perf_counter()
     _check_settings(options)
-    store = open_store(options.store)
+    store = open_store(options.store, storage_options=options.storage_options)  # reachable, credentials valid
+    _check_store_shared(store, options)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
@@ -553,6 +559,17 @@ def build(options: BuildOptions) -> BuildReport:
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _check_store_shared(store: Store, options: BuildOptions) -> None:
+    """A store in this process's memory (``memory://``) cannot be written by worker processes:
+    each has its own memory, and the build would fail later with parses "missing" from it."""
+    if store.fs.in_process and (options.workers > 0 or options.scheduler):
+        where = (f"the Dask cluster at {options.scheduler}" if options.scheduler
+                 else f"{options.workers} worker process(es)")
+        raise DataError(f"the store {store.location} lives in this process's memory, which {where} cannot see "
+                        "(each process has its own memory); build it with --workers 0 and no --scheduler, "
+                        "or use a directory or an object store")
 
 
 def _check_settings(options: BuildOptions) -> None:
@@ -612,7 +629,7 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     runner.run([(worker.parse_partition,
                  (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                  (lease, known), options.parse_device), done)
+                  (lease, known), options.parse_device, store.storage_options), done)
                 for part in _partitions(todo, runner.workers, options.partition_size, weights)])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)

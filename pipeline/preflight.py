@@ -1,6 +1,10 @@
 """Checks a build makes before its first commit, so that a build that cannot finish fails at
 once, in one line naming the cause, and leaves nothing half-done behind.
 
+- The store can be reached with the build's storage options: opening it reads (or, for a new
+  store, writes) ``STORE.json``; a missing endpoint, missing credentials or an unknown bucket
+  is one `StoreError` line, before anything else is read or written. A ``memory://`` store is
+  refused when worker processes would write it (each process has its own memory).
 - The store can be written: taking the build's lease writes (and reads back) its lease file
   (``featurestore.lease``), before this module runs.
 - An external scheduler (``--scheduler``) answers within ``$PRIOR_SCHEDULER_TIMEOUT`` seconds
@@ -8,7 +12,9 @@ once, in one line naming the cause, and leaves nothing half-done behind.
 - Every worker has what its tasks need (:func:`worker_problems`): the parser's model, with the
   same fingerprint as the driver's; each feature's resources (``check_resources()`` where a
   feature has one: WordNet for ``wup``); and the store, opened and written by the worker itself
-  with its own credentials. On a local cluster the workers share the driver's machine and
+  with the build's storage options (endpoint, credentials: the driver's, handed over, not the
+  worker's environment), so a worker that cannot reach the store is named before any commit
+  instead of failing mid-build. On a local cluster the workers share the driver's machine and
   environment, so the driver checks the feature resources itself and no cluster is started
   (a no-op rebuild stays fast).
 """
@@ -59,7 +65,7 @@ def feature_problems(features: Sequence[Any]) -> list[str]:
 
 
 def worker_problems(store_url: str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                    features: Sequence[Any]) -> list[str]:
+                    features: Sequence[Any], storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Runs on a worker: what this process lacks to do its tasks (empty when nothing)."""
     from featurestore import open_store
     from featurestore.lease import probe_writable
@@ -75,14 +81,14 @@ def worker_problems(store_url: str, lease: str, parser_spec: str, fingerprint: M
         problems.append(f"parser {parser_spec}: {_short(exc)}")
     problems += feature_problems(features)
     try:
-        probe_writable(open_store(store_url, create=False).fs, lease)
+        probe_writable(open_store(store_url, create=False, storage_options=storage_options).fs, lease)
     except Exception as exc:  # noqa: BLE001 - reported
         problems.append(f"store {store_url}: {_short(exc)}")
     return problems
 
 
 def check_workers(client: Any, store_url: str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                  features: Sequence[Any]) -> None:
+                  features: Sequence[Any], storage_options: Mapping[str, Any] | None = None) -> None:
     """`ResourceError` listing what the cluster's workers lack (or that it has none)."""
     if not client.scheduler_info().get("workers"):
         try:
@@ -90,7 +96,8 @@ def check_workers(client: Any, store_url: str, lease: str, parser_spec: str, fin
         except (TimeoutError, OSError):
             raise ResourceError(f"the Dask scheduler at {client.scheduler.address} has no workers; "
                                 "start some (`dask worker ADDRESS`)") from None
-    results = client.run(worker_problems, store_url, lease, parser_spec, dict(fingerprint), list(features))
+    results = client.run(worker_problems, store_url, lease, parser_spec, dict(fingerprint), list(features),
+                         None if storage_options is None else dict(storage_options))
     problems = [f"worker {address}: {p}" for address, found in sorted(results.items()) for p in found]
     if problems:
         raise ResourceError(f"{len(problems)} problem(s) found before anything was written: " + "; ".join(problems[:3])

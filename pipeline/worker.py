@@ -11,6 +11,10 @@ Every task gets a *guard*, ``(lease id, known segment ids)``: it writes under th
 committed since the driver planned the partition (segments of the same parse or entry that are
 neither in ``known`` nor its own build's). That costs one catalog read per task and, only when
 another build committed meanwhile, a read of the keys of its new segments.
+
+Every task also gets the build's storage options (``featurestore.storage_options``): a worker
+opens the store with those, never with options from its own environment. None (a direct call
+outside a build) reads ``$PRIOR_STORAGE_OPTIONS`` as `open_store` does.
 """
 
 from __future__ import annotations
@@ -54,13 +58,13 @@ def _committed_elsewhere(store: Store, kind: str, match: Callable[[Segment], boo
 
 def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
                     keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ()),
-                    device: str = "auto") -> dict[str, Any]:
+                    device: str = "auto", storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
     worker's GPU if it has one)."""
     from pipeline.parsers import get_parser
 
     _set_up_process()
-    store = open_store(store_url, lease=guard[0])
+    store = open_store(store_url, lease=guard[0], storage_options=storage_options)
     done = _committed_elsewhere(store, "parses", lambda s: s.target["parse"] == parse, guard)
     todo = [(k, t) for k, t in zip(keys, texts) if k not in done]
     skipped = len(keys) - len(todo)
@@ -97,15 +101,15 @@ def _feature(feature: Any, entry_key: str) -> Any:
 
 
 def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
-                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ())
-                      ) -> dict[str, Any]:
+                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ()),
+                      storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
     sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
     pair feature (``keys`` are pair keys); the parses are read from the store here."""
     _set_up_process()
     entry = EntryInfo.from_target(target)
     parse, pairs = payload
-    store = open_store(store_url, lease=guard[0])
+    store = open_store(store_url, lease=guard[0], storage_options=storage_options)
     done = _committed_elsewhere(store, "feature", lambda s: s.target["entry"] == entry.key, guard)
     kept = [i for i, k in enumerate(keys) if k not in done]
     skipped = len(keys) - len(kept)
