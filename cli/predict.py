@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 
 from cli.console import err_console, friendly_errors
+from cli.store_flags import StorageOptionOpt, export_storage_options
 from featurestore.errors import DataError, PriorError
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def predict_cmd(
     text_a: Annotated[str, typer.Option(help="Column (file) or key (JSON lines) of the first sentence.")] = "sentence1",
     text_b: Annotated[str, typer.Option(help="Column (file) or key (JSON lines) of the second sentence.")] = "sentence2",
     store: Annotated[str | None, typer.Option(help="Where the pairs' parses and features are built (default $PRIOR_HOME/predict-store; reused).")] = None,
+    storage_option: StorageOptionOpt = None,
     parser: Annotated[str | None, typer.Option(help="The --parser spec of the model's parse (default: as recorded with the model).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per pair; csv: one column per class probability.")] = OutputFormat.jsonl,
@@ -101,6 +103,7 @@ def predict_cmd(
         if sys.stdin.isatty():
             raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
+    export_storage_options(storage_option)  # the model's stores are opened by library code
     model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers)
     if file is not None:
         run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)

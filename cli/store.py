@@ -173,6 +173,7 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
                out: Annotated[str, typer.Option(help="Local folder to write dataset=D/split=S/part-*.parquet into.")],
                split: Annotated[str | None, typer.Option(help="Comma-separated splits (default: every split the store holds).")] = None,
                store: StoreOpt = None,
+               storage_option: StorageOptionOpt = None,
                feature_param: FeatureParamOpt = None,
                option: FeatureOptionOpt = None,
                entry: EntryOpt = None) -> None:
@@ -184,7 +185,8 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
 
     params = read_params(feature_param, option, feature_names(feature))
     splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
-    done = export_parquet(open_store(store, create=False), feature, dataset=dataset, out=out, splits=splits,
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    done = export_parquet(opened, feature, dataset=dataset, out=out, splits=splits,
                           params=params, entry=entry)
     for part in done:
         console.print(f"{part.dataset}/{part.split}: {part.rows} pairs -> {part.folder} "

@@ -47,6 +47,7 @@ def train(
     backbone: Annotated[str | None, typer.Option(help="Any BERT-architecture checkpoint: hub id or directory (overrides the size).")] = None,
     epochs: Annotated[int | None, typer.Option(min=1, help="Default: the paper's.")] = None,
     lr: Annotated[float | None, typer.Option(help="Peak learning rate. Default: the paper's.")] = None,
+    prior_lr: Annotated[float | None, typer.Option(help="Peak learning rate of the method's own parameters (gates, fusion, extra layers; none in bert). Default: --lr.")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="Default: the paper's.")] = None,
     max_length: Annotated[int | None, typer.Option(min=8, help="Word pieces per pair. Default: the paper's.")] = None,
     warmup: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Warm-up fraction of steps.")] = None,
@@ -79,7 +80,7 @@ def train(
         name, _ = parse_model_name(model)
         if dataset is None:
             dataset = check_train_split(open_store(store, create=False), None)
-        overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "batch_size": batch_size,
+        overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "prior_lr": prior_lr, "batch_size": batch_size,
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,
                                        "patience": patience}.items() if v is not None}

@@ -278,3 +278,26 @@ def test_models_of_one_seed_start_from_the_same_head(tmp_path: Path) -> None:
         torch.testing.assert_close(weight, heads["bert"])
     other = build_model(MODEL_CLASSES["bert"], backbone, num_labels=3, seed=8).classifier.weight
     assert not torch.equal(other, heads["bert"])
+
+
+@pytest.mark.parametrize("name,own", [("bert", set()), ("bert-sim", set()), ("gibert", {"injection"}),
+                                      ("dafa", {"fusion"}), ("sgnet", None), ("cda", None)])
+def test_prior_lr_applies_to_the_methods_own_parameters_only(name: str, own: set[str] | None) -> None:
+    from trainers.loop import make_optimizer
+    from trainers.registry import TrainSettings
+
+    model = make(name)
+    names = model.prior_parameter_names()
+    if own is not None:
+        assert {part for n in names for part in own if f".{part}." in n or n.startswith(part)} == own
+        assert bool(names) == bool(own)
+    else:
+        assert names  # an extra layer or attention functions of its own
+    plain = {n for n, _ in model.named_parameters()} - names
+    assert not any(".injection." in n or ".fusion." in n for n in plain)
+    by_id = {id(p): n for n, p in model.named_parameters()}
+    optimizer = make_optimizer(model, TrainSettings(lr=2e-5, prior_lr=1e-3))
+    lrs = {by_id[id(p)]: group["lr"] for group in optimizer.param_groups for p in group["params"]}
+    assert all(lrs[n] == (1e-3 if n in names else 2e-5) for n in lrs) and len(lrs) == len(by_id)
+    same = make_optimizer(model, TrainSettings(lr=2e-5))
+    assert {g["lr"] for g in same.param_groups} == {2e-5}

@@ -284,15 +284,18 @@ def linear_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int,
 
 
 def make_optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases and LayerNorm weights (BERT's recipe)."""
-    decay: list[torch.nn.Parameter] = []
-    no_decay: list[torch.nn.Parameter] = []
+    """AdamW; no weight decay on biases and LayerNorm weights (BERT's recipe); the method's own
+    parameters (``prior_parameter_names``) at ``s.prior_lr`` when it is set, else at ``s.lr``."""
+    names = getattr(model, "prior_parameter_names", None)
+    own: set[str] = names() if s.prior_lr is not None and callable(names) else set()
+    groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name else decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": s.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=s.lr)
+        groups.setdefault((name in own, p.ndim < 2 or "LayerNorm" in name), []).append(p)
+    return torch.optim.AdamW([{"params": params, "weight_decay": 0.0 if bare else s.weight_decay,
+                               "lr": s.prior_lr if prior and s.prior_lr is not None else s.lr}
+                              for (prior, bare), params in sorted(groups.items())], lr=s.lr)
 
 
 @dataclass

@@ -33,6 +33,8 @@ class TrainSettings:
     weight_decay: float = 0.01
     clip: float = 1.0
     patience: int = 2  # epochs without dev improvement before stopping
+    # peak lr of the method's own parameters (PriorBertModel.prior_parameter_names); None: lr
+    prior_lr: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -99,6 +99,16 @@ class PriorBertModel(BertForSequenceClassification):
             if hook is not None:
                 hook(self.config.initializer_range)
 
+    def prior_parameter_names(self) -> set[str]:
+        """Names of the method's own parameters: those a plain ``BertForSequenceClassification``
+        of the same config does not have (a gate, a fusion module, an extra layer). They start
+        from scratch or from zero where the rest is pre-trained, which is what a separate
+        learning rate (``TrainSettings.prior_lr``) is for. Plain BERT has none."""
+        with torch.device("meta"):
+            plain = BertForSequenceClassification(BertConfig(**self.config.to_dict()))
+        known = {name for name, _ in plain.named_parameters()}
+        return {name for name, _ in self.named_parameters() if name not in known}
+
     @staticmethod
     def pair_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Cross-entropy for classes, mean squared error for one regression output."""
