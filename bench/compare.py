@@ -106,17 +106,20 @@ def run_one(args: argparse.Namespace, spec: str, seed: int) -> dict[str, Any]:
     """Train one model at one seed, score its best checkpoint on ``--eval-split`` as trained and,
     for a feature model, with its feature neutral and shuffled."""
     model, options, label = _model_spec(spec)
-    tag = label.replace("[", "-").replace("]", "").replace("=", "").replace(",", "-")
+    extra = shlex.split(args.train_args)
+    label = " ".join([label, *extra])
+    tag = "-".join(part.strip("-") for part in
+                   label.replace("[", " ").replace("]", "").replace("=", "").replace(",", " ").split())
     run = Path(args.runs) / f"{args.dataset}-{args.regime}-{tag}-mini-s{seed}"
     sample = ["--sample", args.sample, "--sample-seed", args.sample_seed] if args.regime == "sample" else []
     t0 = time.perf_counter()
     cmd, stdout = prior("train", f"{model}-mini", "--dataset", args.dataset, "--store", args.store,
-                        "--output", run, "--seed", seed, *sample, *options, "--eval-split", args.eval_split,
+                        "--output", run, "--seed", seed, *sample, *options, *extra, "--eval-split", args.eval_split,
                         "--threads", args.threads, "--no-progress", threads=args.threads)
     summary = json.loads(stdout.strip().splitlines()[0])
     scores = summary[args.eval_split]
     record: dict[str, Any] = {
-        "kind": "run", "model": f"{model}-mini", "variant": label, "options": options[1::2],
+        "kind": "run", "model": f"{model}-mini", "variant": label, "options": options[1::2], "train_args": extra,
         "dataset": args.dataset, "regime": args.regime, "seed": seed, "eval_split": args.eval_split,
         "sample": float(args.sample) if sample else None, "sample_seed": args.sample_seed if sample else None,
         "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
@@ -142,17 +145,20 @@ def cmd_runs(args: argparse.Namespace) -> None:
     already in ``--out`` is skipped, so an interrupted comparison resumes."""
     out = Path(args.out)
     done = _recorded(out)
+    extra = shlex.split(args.train_args)
     jobs = [(spec, int(seed)) for seed in args.seeds.split(",") for spec in args.models.split(";")
-            if (_model_spec(spec)[2], args.regime, int(seed)) not in done]
+            if (" ".join([_model_spec(spec)[2], *extra]), args.regime, int(seed)) not in done]
     with ThreadPoolExecutor(args.parallel) as pool:
         for record in pool.map(lambda job: run_one(args, *job), jobs):
             append(out, record)
 
 
 def _mini(variant: str) -> str:
-    """``sgnet[pool=mean]`` → ``sgnet-mini[pool=mean]``."""
-    model, bracket, rest = variant.partition("[")
-    return f"{model}-mini{bracket}{rest}"
+    """``sgnet[pool=mean]`` → ``sgnet-mini[pool=mean]``; ``gibert --prior-lr 1e-3`` →
+    ``gibert-mini --prior-lr 1e-3``."""
+    name, space, args = variant.partition(" ")
+    model, bracket, rest = name.partition("[")
+    return f"{model}-mini{bracket}{rest}{space}{args}"
 
 
 def _mean_sd(values: list[float]) -> str:
@@ -254,6 +260,8 @@ def main() -> None:
     r.add_argument("--sample", default="0.1")
     r.add_argument("--sample-seed", default="0")
     r.add_argument("--eval-split", default="test")
+    r.add_argument("--train-args", default="", help="more `prior train` arguments for every run, part of "
+                   "the variant's name, e.g. '--prior-lr 1e-3'")
     r.add_argument("--parallel", type=int, default=2, help="runs at once")
     r.add_argument("--threads", type=int, default=1, help="torch threads per run")
     r.add_argument("--runs", default="runs/compare")

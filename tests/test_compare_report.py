@@ -33,6 +33,12 @@ def test_report_pairs_each_seed_with_bert_at_that_seed() -> None:
     assert sgnet.startswith("| sgnet-mini[pool=mean] | 1 | 79.0 | -1.0 | 0.0 | 0.0 |")
 
 
+def test_a_variant_trained_with_more_arguments_is_named_after_them() -> None:
+    records = [_run("bert", 1, 0.80), _run("gibert --prior-lr 1e-3", 1, 0.82, (0.05, 0.01))]
+    row = compare.report_table(records, "full").splitlines()[3]
+    assert row.startswith("| gibert-mini --prior-lr 1e-3 | 1 | 82.0 | 2.0 | 5.0 | 1.0 |")
+
+
 def test_report_figure_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     records = [_run("bert", 1, 0.80), _run("bert", 2, 0.84), _run("cda", 1, 0.81), _run("cda", 2, 0.83)]
