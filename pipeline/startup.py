@@ -1,8 +1,10 @@
 """Start-up tuning of the processes `prior` owns: the CLI and the workers a local build starts.
 
-Every trick here changes how fast a process starts or stops, never a result. Each one is kept
-only because it pays on a benchmark (numbers and commands in bench/RESULTS.md, "Start-up
-tricks"); external Dask workers and a user's own Python process are left alone. One switch,
+Every trick here changes how fast a process starts or stops, never a result. bench/startup.py
+measures each one on the default path (numbers in bench/RESULTS.md, "Start-up tricks"): so far
+the bundle shows (a build without any is slower, and so is the no-op rebuild), each trick alone
+is within that machine's noise. External Dask workers and a user's own Python process are left
+alone. One switch,
 ``PRIOR_STARTUP_TUNING``: ``all`` (the default), ``none``, or a comma-separated list of the
 tricks to apply (how the benchmark measures each one alone):
 
