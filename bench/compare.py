@@ -167,10 +167,11 @@ def _mean_sd(values: list[float]) -> str:
     if n == 0:
         return ""
     mean = sum(values) / n
+    shown = f"{100 * mean:.1f}".replace("-0.0", "0.0")
     if n == 1:
-        return f"{100 * mean:.1f}"
+        return shown
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
-    return f"{100 * mean:.1f} ± {100 * sd:.1f}"
+    return f"{shown} ± {100 * sd:.1f}"
 
 
 def report_table(records: list[dict[str, Any]], regime: str, metric: str = "accuracy") -> str:
