@@ -217,13 +217,16 @@ def report_figure(records: list[dict[str, Any]], path: Path, metric: str = "accu
             ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C0" if variant != "bert" else "C3",
                         capsize=4, zorder=3)
             if variant == "bert":
-                ax.axhline(mean, color="C3", lw=0.8, ls="--", zorder=1, label="bert-mini mean")
+                ax.axhline(mean, color="C3", lw=0.8, ls="--", zorder=1)
+                ax.annotate("bert-mini mean", xy=(len(variants) - 0.45, mean), color="C3", fontsize=8,
+                            ha="right", va="bottom")
         ax.set_xticks(range(len(variants)), [_mini(v) for v in variants], rotation=30, ha="right")
         ax.set_xlim(-0.6, len(variants) - 0.4)
         ax.set_ylabel(f"test {metric} (%)")
         dataset = rows[0]["dataset"]
         ax.set_title(f"{dataset}, {regime} training split ({len({r['seed'] for r in rows})} seed(s))")
-        ax.legend(loc="lower right", fontsize=8)
+        low, high = ax.get_ylim()
+        ax.set_ylim(low - 0.3, high + 0.3)
         ax.grid(axis="y", lw=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
