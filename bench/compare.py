@@ -174,23 +174,34 @@ def _mean_sd(values: list[float]) -> str:
     return f"{shown} ± {100 * sd:.1f}"
 
 
+def _paired_bert(variant: str, bert: dict[tuple[str, int], float]) -> dict[int, float]:
+    """bert's score per seed to pair ``variant`` with: bert trained with the same extra
+    arguments (``dafa --epochs 10`` → ``bert --epochs 10``) where it ran, else plain bert (as
+    for ``--prior-lr``, which leaves bert's run unchanged: it has no parameters of its own)."""
+    _, _, args = variant.partition(" ")
+    same = " ".join(["bert", args]).strip()
+    chosen = same if any(v == same for v, _ in bert) else "bert"
+    return {seed: score for (v, seed), score in bert.items() if v == chosen}
+
+
 def report_table(records: list[dict[str, Any]], regime: str, metric: str = "accuracy") -> str:
     """Markdown table of one regime: test score per model over seeds, the paired difference to
     ``bert`` at the same seed, and the drops when the feature is neutral or shuffled."""
     runs = [r for r in records if r.get("kind") == "run" and r["regime"] == regime]
-    base = {r["seed"]: r[f"test_{metric}"] for r in runs if r["variant"] == "bert"}
+    bert = {(r["variant"], r["seed"]): r[f"test_{metric}"] for r in runs if r["variant"].split(" ")[0] == "bert"}
     variants = list(dict.fromkeys(r["variant"] for r in runs))
     lines = [f"| model | seeds | test {metric} | Δ vs bert (paired) | drop, neutral feature | "
              "drop, shuffled feature | best dev | epochs |", "|---|---|---|---|---|---|---|---|"]
     for variant in variants:
         rows = sorted((r for r in runs if r["variant"] == variant), key=lambda r: r["seed"])
         scores = [r[f"test_{metric}"] for r in rows]
+        base = _paired_bert(variant, bert)
         deltas = [r[f"test_{metric}"] - base[r["seed"]] for r in rows if r["seed"] in base]
         drops = {f: [r["sensitivity"][f]["drop"][metric] for r in rows if "sensitivity" in r]
                  for f in ("neutral", "shuffled")}
         lines.append(" | ".join([
             f"| {_mini(variant)}", ",".join(str(r["seed"]) for r in rows), _mean_sd(scores),
-            "" if variant == "bert" else _mean_sd(deltas), _mean_sd(drops["neutral"]) or "n/a",
+            "" if variant.split(" ")[0] == "bert" else _mean_sd(deltas), _mean_sd(drops["neutral"]) or "n/a",
             _mean_sd(drops["shuffled"]) or "n/a", _mean_sd([r["best_dev"] for r in rows]),
             ",".join(str(r["epochs_run"]) for r in rows)]) + " |")
     return "\n".join(lines)
@@ -214,11 +225,11 @@ def report_figure(records: list[dict[str, Any]], path: Path, metric: str = "accu
             mean = sum(ys) / len(ys)
             sd = (sum((y - mean) ** 2 for y in ys) / (len(ys) - 1)) ** 0.5 if len(ys) > 1 else 0.0
             ax.scatter([x] * len(ys), ys, s=14, color="0.55", zorder=2)
-            ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C0" if variant != "bert" else "C3",
+            ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C3" if variant.split(" ")[0] == "bert" else "C0",
                         capsize=4, zorder=3)
-            if variant == "bert":
+            if variant.split(" ")[0] == "bert":
                 ax.axhline(mean, color="C3", lw=0.8, ls="--", zorder=1)
-                ax.annotate("bert-mini mean", xy=(len(variants) - 0.45, mean), color="C3", fontsize=8,
+                ax.annotate(f"{_mini(variant)} mean", xy=(len(variants) - 0.45, mean), color="C3", fontsize=8,
                             ha="right", va="bottom")
         ax.set_xticks(range(len(variants)), [_mini(v) for v in variants], rotation=30, ha="right")
         ax.set_xlim(-0.6, len(variants) - 0.4)

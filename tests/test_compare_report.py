@@ -39,6 +39,15 @@ def test_a_variant_trained_with_more_arguments_is_named_after_them() -> None:
     assert row.startswith("| gibert-mini --prior-lr 1e-3 | 1 | 82.0 | 2.0 | 5.0 | 1.0 |")
 
 
+def test_a_variant_is_paired_with_bert_trained_with_the_same_arguments() -> None:
+    records = [_run("bert", 1, 0.57), _run("bert --epochs 10", 1, 0.75), _run("dafa --epochs 10", 1, 0.76),
+               _run("gibert --prior-lr 1e-3", 1, 0.58)]
+    rows = compare.report_table(records, "full").splitlines()[2:]
+    assert rows[1].startswith("| bert-mini --epochs 10 | 1 | 75.0 |  |")
+    assert rows[2].startswith("| dafa-mini --epochs 10 | 1 | 76.0 | 1.0 |")
+    assert rows[3].startswith("| gibert-mini --prior-lr 1e-3 | 1 | 58.0 | 1.0 |")
+
+
 def test_report_figure_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     records = [_run("bert", 1, 0.80), _run("bert", 2, 0.84), _run("cda", 1, 0.81), _run("cda", 2, 0.83)]
