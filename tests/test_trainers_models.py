@@ -220,6 +220,40 @@ def test_models_cda_separable_scores_equal_the_paper_formulas() -> None:
     assert torch.allclose(dot, q @ k.transpose(2, 3) / d**0.5, atol=1e-6)
 
 
+def test_models_cda_carry_init_passes_the_pretrained_attention_through(tmp_path: Path) -> None:
+    """``init="carry"``: bilinear = dot score, g = ½, h^c = tanh(context^c), h^o = tanh(Σ_c a_c h^c),
+    so the layer's output follows the dot attention's context; the default init leaves it near
+    zero. A checkpoint loads its trained weights, not the carry start."""
+    from trainers.models.cda import CommixSelfAttention
+
+    model = make("cda", options={"init": "carry"}).eval()
+    attn = model.bert.encoder.layer[0].attention.self
+    assert isinstance(attn, CommixSelfAttention)
+    d = attn.attention_head_size
+    dot, _, _, bil = attn.scores(torch.randn(2, 4, 6, d), torch.randn(2, 4, 6, d))
+    assert torch.allclose(bil, dot, atol=1e-6)
+    hidden = torch.randn(2, 6, 4 * d)
+    with torch.no_grad():
+        got, _ = attn(hidden)
+        q, k, v = (lin(hidden).view(2, 6, 4, d).transpose(1, 2) for lin in (attn.query, attn.key, attn.value))
+        contexts = [torch.softmax(s, dim=-1) @ v for s in attn.scores(q, k)]
+        h = torch.stack([torch.tanh(c) for c in contexts], dim=-2)  # (B, nh, T, 4, hs)
+        a = torch.softmax(torch.tanh(attn.agg_h(h) + attn.agg_z(attn.z)), dim=-2)
+        want = torch.tanh((a * h).sum(dim=-2)).transpose(1, 2).reshape(2, 6, 4 * d)
+    assert torch.allclose(got, want, atol=1e-6)
+    bert_init = make("cda").eval().bert.encoder.layer[0].attention.self
+    with torch.no_grad():
+        assert bert_init(hidden)[0].norm() < 0.2 * got.norm()
+    with torch.no_grad():
+        attn.W_bilinear.weight.add_(0.5)
+    model.save_pretrained(tmp_path)
+    loaded = MODEL_CLASSES["cda"].from_pretrained(tmp_path).bert.encoder.layer[0].attention.self
+    assert loaded.init_scheme == "carry"
+    assert torch.equal(loaded.W_bilinear.weight, attn.W_bilinear.weight)
+    with pytest.raises(ValueError, match="init must be one of"):
+        make("cda", options={"init": "xavier"})
+
+
 def test_models_sgnet_learned_alpha_starts_at_half_and_trains(tmp_path: Path) -> None:
     """Option learn_alpha (the authors' code): the two weights are parameters starting at 0.5."""
     model = make("sgnet", options={"learn_alpha": True}).train()

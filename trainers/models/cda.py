@@ -15,11 +15,21 @@ x_t = Σ_c a_c h_t^c, h_t^o = tanh(W_t x_t + b_t), which replaces the layer's se
 output (then BERT's output dense, residual and LayerNorm). Choices: "h_t^k of v_t" is the head's
 value vector at t; every parameter is per function where the paper indexes it by c and shared
 by the heads; the bilinear score is not scaled (the paper does not scale it).
+
+Initialisation (the paper does not say): option ``init="bert"`` (the default) draws every new
+matrix like BERT's (normal, std 0.02). Then the layer's output starts at ~1 % of the
+pre-trained attention output's norm and stays there through fine-tuning (docs/results/): layer
+1 works as if it had no self-attention, and the pre-trained attention of that layer is lost.
+``init="carry"`` (ours) starts the module as a pass-through of the pre-trained attention:
+W_b = I/√d (the bilinear score equals the dot score), the augmentation gates at zero (g = ½)
+with W_d = [2I, 0] (h^c = tanh(q^c)), and W_t = I (h^o = tanh(Σ_c a_c h^c)). With the additive
+and minus scores bounded in [−1, 1], their attention is near-uniform, so the output starts as
+tanh(tanh(·)) of ½ the dot attention's context plus ¼ of each near-uniform context.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -32,9 +42,15 @@ from trainers.models.base import PriorBertModel, additive_mask
 FUNCTIONS = ("dot", "additive", "minus", "bilinear")
 
 
+INITS = ("bert", "carry")
+
+
 class CommixSelfAttention(BertSelfAttention):
-    def __init__(self, config: BertConfig, layer_idx: int) -> None:
+    def __init__(self, config: BertConfig, layer_idx: int, init_scheme: str = "bert") -> None:
         super().__init__(config, layer_idx=layer_idx)
+        if init_scheme not in INITS:
+            raise ValueError(f"cda option init must be one of {INITS}, not {init_scheme!r}")
+        self.init_scheme = init_scheme
         d = self.attention_head_size
         self.w_add_q = nn.Linear(d, 1)  # w_a on the query half (+ bias)
         self.w_add_k = nn.Linear(d, 1, bias=False)  # w_a on the key half
@@ -48,7 +64,21 @@ class CommixSelfAttention(BertSelfAttention):
         self.agg_out = nn.Linear(d, d)  # W_t, b_t
 
     def init_prior_parameters(self, std: float) -> None:
+        """z^c like BERT's weights; with ``init="carry"`` the pass-through start (module doc).
+        The ``transformers.initialization`` functions leave weights loaded from a checkpoint."""
         init.normal_(self.z, mean=0.0, std=std)
+        if self.init_scheme != "carry":
+            return
+        d = self.attention_head_size
+        eye = torch.eye(d)
+        init.copy_(self.W_bilinear.weight, eye * self.scaling)
+        for c in range(len(FUNCTIONS)):
+            gate, dense = cast(nn.Linear, self.aug_gate[c]), cast(nn.Linear, self.aug_dense[c])
+            init.zeros_(gate.weight)
+            init.copy_(dense.weight, torch.cat([2 * eye, torch.zeros(d, d)], dim=1))
+            init.zeros_(dense.bias)
+        init.copy_(self.agg_out.weight, eye)
+        init.zeros_(self.agg_out.bias)
 
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> list[torch.Tensor]:
         """The four (B, nh, T, T) score grids, in FUNCTIONS order."""
@@ -94,6 +124,8 @@ class CdaModel(PriorBertModel):
     model_name = "cda"
     # cda.txt §4: 5 epochs, gradient clipping 10; lr 2e-5 ∈ {1e-5, 2e-5, 3e-5, 8e-6}
     paper_settings = {"epochs": 5, "clip": 10.0}
+    default_options = {"init": "bert"}
 
     def build_prior(self, config: BertConfig) -> None:
-        self.bert.encoder.layer[0].attention.self = CommixSelfAttention(config, layer_idx=0)
+        self.bert.encoder.layer[0].attention.self = CommixSelfAttention(
+            config, layer_idx=0, init_scheme=str(self.options["init"]))
