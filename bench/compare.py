@@ -184,14 +184,23 @@ def _paired_bert(variant: str, bert: dict[tuple[str, int], float]) -> dict[int, 
     return {seed: score for (v, seed), score in bert.items() if v == chosen}
 
 
+def _signs(deltas: list[float]) -> str:
+    """``ahead/level/behind``: how many seeds the variant beat bert at, tied (the same score:
+    the same number of test pairs right) and lost."""
+    return "/".join(str(sum(1 for d in deltas if test(d))) for test in (
+        lambda d: d > 0, lambda d: d == 0, lambda d: d < 0))
+
+
 def report_table(records: list[dict[str, Any]], regime: str, metric: str = "accuracy") -> str:
     """Markdown table of one regime: test score per model over seeds, the paired difference to
-    ``bert`` at the same seed, and the drops when the feature is neutral or shuffled."""
+    ``bert`` at the same seed (mean ± sd, and at how many seeds it is ahead, level, behind), and
+    the drops when the feature is neutral or shuffled."""
     runs = [r for r in records if r.get("kind") == "run" and r["regime"] == regime]
     bert = {(r["variant"], r["seed"]): r[f"test_{metric}"] for r in runs if r["variant"].split(" ")[0] == "bert"}
     variants = list(dict.fromkeys(r["variant"] for r in runs))
-    lines = [f"| model | seeds | test {metric} | Δ vs bert (paired) | drop, neutral feature | "
-             "drop, shuffled feature | best dev | epochs |", "|---|---|---|---|---|---|---|---|"]
+    lines = [f"| model | seeds | test {metric} | Δ vs bert (paired) | seeds ahead/level/behind | "
+             "drop, neutral feature | drop, shuffled feature | best dev | epochs |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for variant in variants:
         rows = sorted((r for r in runs if r["variant"] == variant), key=lambda r: r["seed"])
         scores = [r[f"test_{metric}"] for r in rows]
@@ -201,7 +210,8 @@ def report_table(records: list[dict[str, Any]], regime: str, metric: str = "accu
                  for f in ("neutral", "shuffled")}
         lines.append(" | ".join([
             f"| {_mini(variant)}", ",".join(str(r["seed"]) for r in rows), _mean_sd(scores),
-            "" if variant.split(" ")[0] == "bert" else _mean_sd(deltas), _mean_sd(drops["neutral"]) or "n/a",
+            *(["", ""] if variant.split(" ")[0] == "bert" else [_mean_sd(deltas), _signs(deltas)]),
+            _mean_sd(drops["neutral"]) or "n/a",
             _mean_sd(drops["shuffled"]) or "n/a", _mean_sd([r["best_dev"] for r in rows]),
             ",".join(str(r["epochs_run"]) for r in rows)]) + " |")
     return "\n".join(lines)
