@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -76,8 +78,9 @@ def probe(model: Any, reference: dict[str, torch.Tensor], batch: dict[str, torch
     return row
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def probe_inputs(description: str) -> tuple[argparse.Namespace, int, dict[str, torch.Tensor]]:
+    """The command line (store, split, pairs, seed, checkpoints) and the tokenised test pairs."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--store", required=True)
     p.add_argument("--dataset", default="sick")
     p.add_argument("--split", default="test")
@@ -86,17 +89,31 @@ def main() -> None:
     p.add_argument("--checkpoint", action="append", default=[])
     args = p.parse_args()
     torch.set_num_threads(1)
+    torch.manual_seed(args.seed)  # the new modules draw from the global stream (as `prior train` seeds it)
     rows = open_store(args.store).pairs(args.dataset, args.split).head(args.pairs)
     tok = backbones.load_tokenizer(backbones.mini_path())
     batch = dict(tok(rows["text_a"].to_list(), rows["text_b"].to_list(), padding=True, truncation=True,
                      max_length=128, return_tensors="pt"))
+    return args, len(rows), batch
+
+
+ProbeFn = Callable[[Any, dict[str, torch.Tensor], dict[str, torch.Tensor]], dict[str, Any]]
+
+
+def print_probes(probe_fn: ProbeFn, fresh: dict[str, Callable[[int], Any]], description: str) -> None:
+    """One JSON line per freshly built model (name -> builder of a seed) and per --checkpoint."""
+    args, pairs, batch = probe_inputs(description)
     reference = _trace(_fresh("bert", args.seed), batch)
-    results = {f"cda -o init={scheme} (initialised)": probe(_fresh("cda", args.seed, init=scheme), reference, batch)
-               for scheme in INITS}
+    results = {name: probe_fn(build(args.seed), reference, batch) for name, build in fresh.items()}
     for ckpt in args.checkpoint:
-        results[ckpt] = probe(load_checkpoint(ckpt)[0], reference, batch)
+        results[ckpt] = probe_fn(load_checkpoint(ckpt)[0], reference, batch)
     for name, row in results.items():
-        print(json.dumps({"model": name, "pairs": len(rows), **row}))
+        print(json.dumps({"model": name, "pairs": pairs, **row}))
+
+
+def main() -> None:
+    fresh = {f"cda -o init={scheme} (initialised)": partial(_fresh, "cda", init=scheme) for scheme in INITS}
+    print_probes(probe, fresh, __doc__.split("\n")[0])
 
 
 if __name__ == "__main__":
