@@ -28,36 +28,28 @@ from cda_layer1 import _cos, _fresh, _trace, print_probes  # bench/ is the scrip
 from trainers.models.dafa import AdaptiveFusion
 
 
-@torch.no_grad()
-def _fusion_terms(model: Any, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Sem, the added term f·tanh(W_l v), f and g at layer 1, (B, T, ·) each."""
-    fusion: AdaptiveFusion = model.bert.encoder.layer[0].attention.self.fusion
-    got: dict[str, torch.Tensor] = {}
+def _capture_fusion(fusion: AdaptiveFusion, got: dict[str, torch.Tensor]) -> list[Any]:
+    """Hooks that record Sem, the added term f·tanh(W_l v) and the gates f, g (B, T, ·) during
+    the next forward, read from the module's own layers rather than recomputed."""
+    def whole(module: AdaptiveFusion, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        got.update(sem=inputs[0], added=output - inputs[0])
 
-    def capture(module: AdaptiveFusion, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-        sem, dep, key_mask = inputs
-        d_star = module._additive(module.W_D(dep), module.W_s(sem), module.w_d, key_mask, dep)
-        s_star = module._additive(module.W_S(sem), module.W_dstar(d_star), module.w_sstar, key_mask, sem)
-        d_hat, s_hat = torch.tanh(module.W_dhat(d_star)), torch.tanh(module.W_shat(s_star))
-        g = torch.sigmoid(module.w_g(torch.cat([d_hat, s_hat], dim=-1)))
-        v = g * s_hat + (1 - g) * d_hat
-        f = torch.sigmoid(module.w_f(torch.cat([sem, module.W_v(v)], dim=-1)))
-        got.update(sem=sem, added=output - sem, f=f, g=g)
-
-    hook = fusion.register_forward_hook(capture)
-    model.eval()
-    model.bert(**batch)
-    hook.remove()
-    return got
+    return [fusion.register_forward_hook(whole),
+            fusion.w_g.register_forward_hook(lambda m, i, o: got.__setitem__("g", torch.sigmoid(o))),
+            fusion.w_f.register_forward_hook(lambda m, i, o: got.__setitem__("f", torch.sigmoid(o)))]
 
 
 def probe(model: Any, reference: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> dict[str, Any]:
     """The fusion's terms (DAFA models only) and the cosines to the pre-trained BERT (any model)."""
-    traced = _trace(model, batch)
+    terms: dict[str, torch.Tensor] = {}
+    fusion = getattr(model.bert.encoder.layer[0].attention.self, "fusion", None)
+    hooks = _capture_fusion(fusion, terms) if fusion is not None else []
+    traced = _trace(model, batch)  # one forward fills `terms` too
+    for hook in hooks:
+        hook.remove()
     real = batch["attention_mask"].bool()  # (B, T)
     row: dict[str, Any] = {}
-    if hasattr(model.bert.encoder.layer[0].attention.self, "fusion"):
-        terms = _fusion_terms(model, batch)
+    if terms:
         ratio = terms["added"].norm(dim=-1)[real] / terms["sem"].norm(dim=-1)[real]
         row.update(fusion_norm_ratio=round(float(ratio.median()), 4),
                    f_mean=round(float(terms["f"][..., 0][real].mean()), 4),
