@@ -348,8 +348,10 @@ def _tidy(store: Store) -> list[str]:
 def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         dict[str, list[tuple[str, str, str]]], dict[str, str]]:
     """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys and
-    the texts of the sentences read from files. A split whose file, reading options and rows the
-    store already holds is taken from the store without parsing the file again."""
+    the texts of the sentences read from files. A split whose file, reading options, rows and
+    sentences the store already holds is taken from the store without parsing the file again.
+    Each split's new sentences are committed before its pairs, so no kill leaves pairs that
+    reference sentences the store lacks."""
     from pipeline.datasets import read_split
     from pipeline.datasets.api import source_of
     from pipeline.datasets.resolve import data_dir_from_env
@@ -359,9 +361,10 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     splits = options.splits or default_splits(options.dataset, options.data_dir)
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
+    have_sentences = store.sentence_keys()
     for split in splits:
         source = source_of(options.dataset, split, data_dir=options.data_dir)
-        held = _held_split(store, options, source) if source is not None else None
+        held = _held_split(store, options, source, have_sentences) if source is not None else None
         if held is not None:
             assert source is not None
             triples, meta = held
@@ -395,6 +398,11 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         new = [i for i, r in enumerate(rows) if r not in have]
         skipped = data.skip_counts()
         examples = [f"{s.file}:{s.row} [{s.field}] {s.reason}" for s in data.skipped[:5]]
+        # A split's sentences are committed before its pairs: pairs are never visible without the
+        # sentences they reference, whenever a build is killed.
+        if missing := sorted({k for _, a, b in triples for k in (a, b)} - have_sentences):
+            store.write_sentences(missing, [texts[k] for k in missing])
+            have_sentences.update(missing)
         if new:
             data_dir = options.data_dir or (data_dir_from_env() if data.origin == "data_dir" else None)
             store.write_pairs(name, data.split, pa.table({
@@ -417,21 +425,19 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
         stage.computed += len(new)
         stage.reused += len(data.pairs) - len(new)
         stage.failed += len(data.skipped)
-    if texts:
-        have_sentences = store.sentence_keys()
-        missing = sorted(k for k in texts if k not in have_sentences)
-        store.write_sentences(missing, [texts[k] for k in missing])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
     return split_pairs, texts
 
 
-def _held_split(store: Store, options: BuildOptions, source: Any
+def _held_split(store: Store, options: BuildOptions, source: Any, sentences: set[str]
                 ) -> tuple[list[tuple[str, str, str]], dict[str, Any]] | None:
     """The (pair, a, b) keys of a split the store already holds as this build would read it:
-    the same file (checksum), the same reading options, and every row the build's ``--limit``
-    asks for (a full read, or a limit within the rows read before). None otherwise: then the
-    file is read and checked as usual."""
+    the same file (checksum), the same reading options, every row the build's ``--limit``
+    asks for (a full read, or a limit within the rows read before; all rows that read gave,
+    none of their segments dropped) and every sentence those rows reference (``sentences``:
+    the keys the store holds). None otherwise: then the file is read and checked as usual,
+    and what is missing is written again."""
     name = options.name or source.dataset
     segs = store.split_segments(name, source.split)
     if not segs or options.replace:
@@ -447,8 +453,14 @@ def _held_split(store: Store, options: BuildOptions, source: Any
     if None not in limits and (options.limit is None or options.limit > read):
         return None
     rows = store.pair_rows(name, source.split)
+    widest = max(segs, key=lambda s: s.meta["limit"] if isinstance(s.meta.get("limit"), int) else math.inf)
+    rows_read = widest.meta.get("rows_read")
+    if not isinstance(rows_read, int) or rows.height < rows_read:  # a pairs segment was dropped
+        return None
     if options.limit is not None:
         rows = rows.head(options.limit)
+    if not set(rows["key_a"].to_list()) | set(rows["key_b"].to_list()) <= sentences:
+        return None  # sentences dropped (gc --drop-damaged): read the file again for their texts
     return list(zip(rows["pair_key"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list())), meta
 
 
