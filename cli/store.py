@@ -123,6 +123,8 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     if report.strays:
         console.print(f"not segment folders, left alone: {', '.join(report.strays)}", markup=False)
     console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))
+    for line in report.rebuild:
+        console.print(f"rebuild what was dropped with: {line}", markup=False, soft_wrap=True)
 
 
 @app.command("frame")

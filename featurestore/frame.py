@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from featurestore.errors import StoreError
+from featurestore.missing import check_held
 from featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from featurestore.tensors import nested_column
 from layouts.ragged import Ragged
@@ -88,6 +89,7 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
     df = store.pairs(dataset, split)
     keys = set(df["key_a"].to_list()) | set(df["key_b"].to_list())
     parses = store.parses(keys, parse=parse).select(["sent_key", *PARSE_COLUMNS])
+    check_held(store, dataset, split, keys, parses["sent_key"], parse=parse, entries=entries)
     for side in ("a", "b"):
         df = df.join(parses.rename({c: f"{c}_{side}" for c in PARSE_COLUMNS} | {"sent_key": f"key_{side}"}),
                      on=f"key_{side}", how="left")

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
-from featurestore.errors import StoreError
+from featurestore.errors import PriorError, StoreError
 from featurestore.fs import StoreFS
 from featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
+from featurestore.missing import incomplete_pairs, rebuild_lines
 from featurestore.store import Store
 
 
@@ -69,6 +70,7 @@ class VerifyReport:
     in_progress: list[str] = field(default_factory=list)  # uncommitted folders of live builds
     builds: list[str] = field(default_factory=list)  # live builds holding the store
     strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder
+    incomplete: list[str] = field(default_factory=list)  # pairs whose sentences or parses are gone (rebuild)
     unsealed_records: int = 0  # records of an older prior, without their own checksum (accepted)
 
     @property
@@ -127,6 +129,10 @@ def verify_store(store: Store) -> VerifyReport:
         report.damaged += problems
         if problems:
             report.damaged_segments.append(seg.id)
+    # pairs whose sentences or parses are gone (dropped): damage a rebuild repairs, not a drop
+    for _, _, line in incomplete_pairs(store, scan.segments, set(report.damaged_segments)):
+        report.damaged.append(line)
+        report.incomplete.append(line)
     uncommitted = [n for n in scan.folders if n not in scan.committed and n not in scan.held()]
     report.leftovers = [n for n in uncommitted if n not in scan.owned]
     report.in_progress = [n for n in uncommitted if n in scan.owned]
@@ -167,6 +173,7 @@ class GcReport:
     kept: list[str] = field(default_factory=list)  # uncommitted folders of live builds, left alone
     builds: list[str] = field(default_factory=list)  # live builds holding the store (gc --force)
     strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder, left alone
+    rebuild: list[str] = field(default_factory=list)  # `prior build` lines that recompute what was dropped
 
 
 def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
@@ -188,8 +195,10 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
                          + ". Wait for it to end, or pass --force (which still keeps the folders those builds own)")
     held = set() if drop_damaged else scan.held()
     targets: list[str] = []
+    dropped: list[Segment] = []
     if drop_damaged:
         report = verify_store(store)
+        dropped = [s for s in scan.segments if s.id in set(report.damaged_segments)]
         for sid in report.damaged_segments:
             targets += [f"{CATALOG}/{sid}.json", f"{SEGMENTS}/{sid}"]
         targets += sorted(scan.bad_records)
@@ -210,9 +219,15 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
             if fs.exists(rel) or not fs.inside(rel):  # a dangling link is removed too
                 fs.remove(rel)
         store.refresh()
+    rebuild: list[str] = []
+    if drop_damaged and not dry_run:
+        try:
+            rebuild = rebuild_lines(store, dropped)
+        except PriorError:  # the store has other damage still: verify names it
+            rebuild = []
     kept = sorted(n for n in scan.folders if n in scan.owned and n not in scan.committed)
     return GcReport(removed=targets, bytes=size, dry_run=dry_run, kept=kept,
-                    builds=[lease.describe() for lease in scan.live], strays=scan.strays)
+                    builds=[lease.describe() for lease in scan.live], strays=scan.strays, rebuild=rebuild)
 
 
 def _bytes(fs: StoreFS, rel: str) -> int:

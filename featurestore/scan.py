@@ -39,6 +39,7 @@ import polars as pl
 
 from featurestore.errors import NotFoundError, StoreError
 from featurestore.frame import PARSE_COLUMNS, view_entries
+from featurestore.missing import check_held
 from featurestore.selection import Coverage
 from featurestore.store import _read_arrays, _read_parquet, indexed_items
 from featurestore.tensors import nested_column
@@ -235,6 +236,7 @@ class SplitScan:
         sides = [s for s in "ab" if f"text_{s}" in need]
         keys = pl.concat([df[f"key_{s}"] for s in sides])
         texts = _first_copies(self.store, self.sentence_segments, "sentences.parquet", keys, {"text": pl.String()})
+        check_held(self.store, self.dataset, self.split, keys, texts["sent_key"], entries=self.entries)
         for s in sides:
             df = df.join(texts.rename({"sent_key": f"key_{s}", "text": f"text_{s}"}), on=f"key_{s}",
                          how="left", maintain_order="left")
@@ -246,6 +248,8 @@ class SplitScan:
         keys = pl.concat([df[f"key_{s}"] for s in sides])
         parses = _first_copies(self.store, self.parse_segments, "parses.parquet", keys,
                                {c: _PARSE_TYPES[c] for c in columns})
+        check_held(self.store, self.dataset, self.split, keys, parses["sent_key"], parse=self.parse,
+                   entries=self.entries)
         for s in sides:
             df = df.join(parses.rename({c: f"{c}_{s}" for c in columns} | {"sent_key": f"key_{s}"}),
                          on=f"key_{s}", how="left", maintain_order="left")

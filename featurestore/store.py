@@ -22,6 +22,7 @@ before creating it and commit only while the lease is live, so ``gc`` never remo
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -387,10 +388,18 @@ class Store:
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
 
+    def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
+        """One pairs segment's rows."""
+        return _frame(_read_parquet(self.fs, segment, "pairs.parquet"))
+
     def pairs(self, dataset: str, split: str) -> pl.DataFrame:
-        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b."""
+        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
+        Rows whose sentences the store does not hold are a `MissingDataError`, never null texts."""
+        from featurestore.missing import check_held
+
         rows = self.pair_rows(dataset, split)
         texts = self.sentences()
+        check_held(self, dataset, split, itertools.chain(rows["key_a"], rows["key_b"]), texts["sent_key"])
         return (rows.join(texts.rename({"sent_key": "key_a", "text": "text_a"}), on="key_a", how="left")
                     .join(texts.rename({"sent_key": "key_b", "text": "text_b"}), on="key_b", how="left")
                     .sort("row"))
