@@ -228,6 +228,8 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
                 raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
             if not fs.inside(rel):
                 raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
+            if not fs.is_file(rel):
+                raise StoreError(f"catalog entry {rel} is not a file; {REPAIR}")
             segment = Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel)
             segments.append(segment)
             if known is not None:

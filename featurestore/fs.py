@@ -147,5 +147,24 @@ class StoreFS:
             return
         self.fs.rm(path, recursive=True)
 
+    def remove_entry(self, folder: str, name: str) -> None:
+        """Remove the entry ``name`` directly inside ``folder`` (a file, a folder, a link: the
+        link itself), whatever characters its name holds (a backslash, say), as long as it is
+        one name: no ``/``, NUL, ``.`` or ``..``. ``gc`` removes catalog and lease entries that
+        are no valid record this way."""
+        if not name or "/" in name or "\x00" in name or name in (".", ".."):
+            raise StoreError(f"refusing to remove {folder}/{name!r} in the store at {self.url}: not one name")
+        if not self.inside(folder):
+            raise StoreError(f"{folder} in the store at {self.url} is reached through a link; not followed")
+        path = posixpath.join(self.path(folder), name)
+        if self.local and os.path.islink(path):
+            os.unlink(path)
+        elif self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+    def is_file(self, rel: str) -> bool:
+        """Whether ``rel`` is a file (not a folder)."""
+        return bool(self.fs.isfile(self.path(rel)))
+
     def open(self, rel: str, mode: str = "rb") -> Any:  # an fsspec file object
         return self.fs.open(self._content(rel), mode)

@@ -44,7 +44,7 @@ from typing import Any
 
 from featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
 from featurestore.envvars import positive_number
-from featurestore.errors import StoreError
+from featurestore.errors import DataError, StoreError
 from featurestore.fs import StoreFS
 
 LEASES = "leases"
@@ -53,9 +53,17 @@ DEFAULT_SECONDS = 120.0
 ID_LENGTH = 33  # new_segment_id(): 20 digits, "-", 12 hex digits
 
 
+MAX_SECONDS = 86400.0  # a lease time, and how far ahead an expiry may lie, is at most a day
+SKEW = 60.0  # how far ahead of its lease time an expiry may lie (clocks of two hosts differ)
+
+
 def lease_seconds() -> float:
-    """``$PRIOR_LEASE_SECONDS`` (read on each call), else the default; `DataError` when malformed."""
-    return positive_number(ENV_SECONDS, DEFAULT_SECONDS, "seconds")
+    """``$PRIOR_LEASE_SECONDS`` (read on each call), else the default; `DataError` when malformed
+    or longer than `MAX_SECONDS`."""
+    seconds = positive_number(ENV_SECONDS, DEFAULT_SECONDS, "seconds")
+    if seconds > MAX_SECONDS:
+        raise DataError(f"{ENV_SECONDS}={seconds:g} is longer than the longest lease, {MAX_SECONDS:g} s")
+    return seconds
 
 
 def _stamp(t: float) -> str:
@@ -73,7 +81,11 @@ class LeaseInfo:
     seconds: float
 
     def live(self, now: float | None = None) -> bool:
-        return self.expires > (time.time() if now is None else now)
+        """Not expired, and not expiring further ahead than its lease time allows (a lease time
+        of at most `MAX_SECONDS`, plus `SKEW`): a lease file claiming to live longer, say one
+        edited to expire in a year, counts as dead, so it cannot keep ``gc`` refusing forever."""
+        now = time.time() if now is None else now
+        return now < self.expires <= now + min(self.seconds, MAX_SECONDS) + SKEW
 
     def describe(self) -> str:
         left = self.expires - time.time()
@@ -98,7 +110,7 @@ def read_lease(fs: StoreFS, lease_id: str) -> LeaseInfo | None:
             return None
         return LeaseInfo(id=lease_id, owner=str(raw["owner"]), host=str(raw["host"]), pid=int(raw["pid"]),
                          started=float(raw["started"]), expires=float(raw["expires"]), seconds=float(raw["seconds"]))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except (FileNotFoundError, ValueError, KeyError, TypeError, StoreError):  # StoreError: a link
         return None
 
 

@@ -188,6 +188,7 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
     ``bytes`` counts everything removed (or, in a dry run, everything that would be).
     """
     fs = store.fs
+    relinked = _replace_linked_folders(fs, dry_run) if drop_damaged else []
     scan = _scan(fs)
     if scan.live and not force:
         raise StoreError("a build holds the store, gc removes nothing while builds run: "
@@ -216,9 +217,10 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
     size = sum(_bytes(fs, rel) for rel in targets)
     if not dry_run:
         for rel in targets:
-            if fs.exists(rel) or not fs.inside(rel):  # a dangling link is removed too
-                fs.remove(rel)
+            folder, name = rel.split("/", 1)
+            fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
         store.refresh()
+    targets = relinked + targets
     rebuild: list[str] = []
     if drop_damaged and not dry_run:
         try:
@@ -231,7 +233,22 @@ def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False,
 
 
 def _bytes(fs: StoreFS, rel: str) -> int:
-    """Bytes of a file or folder inside the store (links are not followed: 0)."""
-    if not fs.inside(rel) or not fs.exists(rel):
+    """Bytes of a file or folder inside the store (links are not followed, odd names not
+    sized: 0)."""
+    try:
+        if not fs.inside(rel) or not fs.exists(rel):
+            return 0
+        return sum(fs.size(f) for f in fs.walk_files(rel) if fs.inside(f))
+    except StoreError:
         return 0
-    return sum(fs.size(f) for f in fs.walk_files(rel) if fs.inside(f))
+
+
+def _replace_linked_folders(fs: StoreFS, dry_run: bool) -> list[str]:
+    """``catalog/``, ``segments/`` or ``leases/`` reached through a link (a store holds none):
+    the link is removed, never followed, and an empty folder made in its place. Returns them."""
+    linked = [name for name in (CATALOG, SEGMENTS, LEASES) if not fs.inside(name)]
+    if not dry_run:
+        for name in linked:
+            fs.remove(name)
+            fs.makedirs(name)
+    return linked
