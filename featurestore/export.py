@@ -86,6 +86,11 @@ def local_folder(out: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _unwritable(folder: Path, exc: OSError) -> DataError:
+    return DataError(f"cannot write the export to {folder} ({exc.strerror or type(exc).__name__}); "
+                     "give --out a folder you can write")
+
+
 def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
                     rows_per_part: int = ROWS_PER_PART) -> tuple[Path, tuple[str, ...]]:
     """Write ``table`` as ``out/dataset=…/split=…/part-*.parquet``, replacing that partition
@@ -135,6 +140,10 @@ def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.Pa
     if missing := [s for s in wanted if s not in present]:
         raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
                             f"(present: {', '.join(present)})")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)  # an output that cannot be made fails before any read
+    except OSError as exc:
+        raise _unwritable(folder, exc) from None
     from featurestore.scan import SplitScan
 
     sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
@@ -144,7 +153,10 @@ def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.Pa
         frame = source.lazy().collect()
         meta = {"prior": json.dumps({"feature": feature, "dataset": dataset, "split": split, "store": store.location,
                                      "entries": [{"spec": e.spec, "key": e.key} for e in source.entries]})}
-        path, files = write_partition(folder, dataset, split, portable_table(frame, meta),
-                                      rows_per_part=rows_per_part)
+        try:
+            path, files = write_partition(folder, dataset, split, portable_table(frame, meta),
+                                          rows_per_part=rows_per_part)
+        except OSError as exc:  # a full disk, a folder that vanished: what was exported before stays
+            raise _unwritable(folder, exc) from None
         done.append(ExportedSplit(dataset, split, frame.height, path, files, tuple(source.entries)))
     return done

@@ -190,6 +190,27 @@ PARSE_COST_PER_SENTENCE = 23
 Job = tuple[Callable[..., dict[str, Any]], tuple[Any, ...], Callable[[dict[str, Any]], None]]
 
 
+def _log_to_file(path: str) -> None:
+    """Send Dask's own log (``distributed``: a failed task's "Compute Failed" block with its
+    traceback, worker restarts) to ``path`` instead of the terminal: a build's failure is the
+    one line its error says; the details stay in that file ($PRIOR_HOME/logs/dask.log)."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path)  # opened now: a file that cannot be written fails here
+    except OSError:  # no writable PRIOR_HOME: the log stays on the terminal
+        return
+    logger = logging.getLogger("distributed")
+    for old in list(logger.handlers):
+        if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
+            logger.removeHandler(old)
+    if any(isinstance(h, logging.FileHandler) and h.baseFilename == handler.baseFilename for h in logger.handlers):
+        handler.close()
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False
+
+
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
@@ -220,6 +241,9 @@ class _Runner:
                                             silence_logs=logging.ERROR,
                                             env=startup.local_worker_env(self.options.parser))
             self.client = Client(self.cluster)
+            log_file = str(prior_home() / "logs" / "dask.log")
+            _log_to_file(log_file)  # the scheduler, in this process
+            self.client.run(_log_to_file, log_file)  # each worker (a failed task's log block)
 
     def run(self, jobs: list[Job]) -> None:
         """Run every job, handing each result to its callback as it arrives; Dask starts the
@@ -379,6 +403,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
             continue
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
                           **options.read_kwargs())
+        if not data.pairs and options.limit != 0:
+            raise _no_pairs(data)
         name = options.name or data.dataset
         if problem := name_problem(name):
             raise DataError(f"dataset name {name!r} (from {'--name' if options.name else data.location}) "
@@ -428,6 +454,19 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
     return split_pairs, texts
+
+
+def _no_pairs(data: Any) -> DataError:
+    """A split that gave no usable pair: the real cause (its rows' problems, or no rows)."""
+    if not data.skipped:
+        return DataError(f"{data.dataset}/{data.split} has no rows (only a header, or nothing); give a file "
+                         "with at least one pair", file=data.location)
+    first, causes = data.skipped[0], len(data.skip_counts())
+    return DataError(f"none of the {len(data.skipped)} row(s) of {data.dataset}/{data.split} can be used, the "
+                     f"first because of field {first.field!r}: {first.reason}"
+                     + (f" ({causes} different causes)" if causes > 1 else "")
+                     + "; fix the file or its column options (--text-a, --text-b, --label, --label-kind)",
+                     file=first.file, row=first.row)
 
 
 def _held_split(store: Store, options: BuildOptions, source: Any, sentences: set[str]
