@@ -268,7 +268,11 @@ class Lease:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        committed = {name[:-len(".json")] for name in self.fs.listdir(CATALOG) if name.endswith(".json")}
+        try:
+            committed = {name[:-len(".json")] for name in self.fs.listdir(CATALOG) if name.endswith(".json")}
+        except StoreError:  # the catalog cannot be listed (a link): which folders are garbage is unknown
+            remove_lease(self.fs, self.id)
+            return
         clean_dead(self.fs, {self.id}, committed)
 
     def __enter__(self) -> Lease:
