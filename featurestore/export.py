@@ -87,7 +87,7 @@ def local_folder(out: str | os.PathLike[str]) -> Path:
 
 
 def _unwritable(folder: Path, exc: OSError) -> DataError:
-    return DataError(f"cannot write the export to {folder} ({exc.strerror or type(exc).__name__}); "
+    return DataError(f"cannot write the export to {folder} ({exc.strerror or exc or type(exc).__name__}); "
                      "give --out a folder you can write")
 
 
@@ -140,14 +140,14 @@ def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.Pa
     if missing := [s for s in wanted if s not in present]:
         raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
                             f"(present: {', '.join(present)})")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)  # an output that cannot be made fails before any read
-    except OSError as exc:
-        raise _unwritable(folder, exc) from None
     from featurestore.scan import SplitScan
 
     sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
                                 parse=parse) for split in wanted}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)  # an output that cannot be made fails before any read
+    except OSError as exc:
+        raise _unwritable(folder, exc) from None
     done = []
     for split, source in sources.items():
         frame = source.lazy().collect()

@@ -92,10 +92,13 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
     """(dataset, split, ``verify``'s line) for each current pairs segment whose sentences the
     store does not hold, or whose sentences lack a parse that a feature entry computed from
     them (so the parse was there and is gone). ``segments``: the committed ones; ``skip``: ids
-    of damaged ones (their keys are not read)."""
+    of damaged ones (their keys are not read, and what they may hold is not reported again)."""
     from featurestore.store import EntryInfo, _source_of
 
     usable = [s for s in segments if s.id not in skip]
+    # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
+    damaged_sentences = any(s.kind == "sentences" for s in segments if s.id in skip)
+    damaged_parses = {s.target["parse"] for s in segments if s.id in skip and s.kind == "parses"}
     sentences = store.segment_keys(s for s in usable if s.kind == "sentences")
     parsed: dict[str, set[str]] = {}
     for s in usable:
@@ -117,11 +120,11 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
         rows = store.pair_rows_of(seg)
         keys = set(rows["key_a"].to_list()) | set(rows["key_b"].to_list())
         where = f"segment {seg.id} (pairs {dataset}/{split})"
-        if lost := keys - sentences:
+        if (lost := keys - sentences) and not damaged_sentences:
             out.append((dataset, split, f"{where}: {len(lost)} of its sentences are not in the store; restore "
                                         f"them with: {restore_line(store, dataset, split)}"))
         for info, have in entries.values():
-            if info.parse is None:
+            if info.parse is None or info.parse in damaged_parses:
                 continue
             if info.scope == "pair":
                 used = {k for p, a, b in zip(rows["pair_key"].to_list(), rows["key_a"].to_list(),

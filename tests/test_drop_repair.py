@@ -65,10 +65,13 @@ def _drop_and_repair(location: Path, clean_frames: dict, *, missing_read: bool) 
     if missing_read:  # the dropped sentences or parses: a read is one line naming the rebuild
         with pytest.raises(MissingDataError, match="restore them with: prior build"):
             _frames(location)
-        frame = runner.invoke(app, ["store", "frame", "--feature", "sdoi", "--dataset", "rte", "--split", "dev",
-                                    "--store", str(location)])
-        assert frame.exit_code == 1 and "Traceback" not in frame.output
-        assert frame.output.strip().startswith("error:") and len(frame.output.strip().splitlines()) == 1
+        with pytest.raises(MissingDataError, match="restore them with: prior build"):
+            open_store(location, create=False).scan("sdoi", dataset="rte", split="dev").collect()
+        for args in (["store", "frame", "--feature", "sdoi", "--dataset", "rte", "--split", "dev"],
+                     ["store", "export", "--feature", "sdoi", "--dataset", "rte", "--out", str(location.parent / "x")]):
+            read = runner.invoke(app, [*args, "--store", str(location)])
+            assert read.exit_code == 1 and "Traceback" not in read.output, read.output
+            assert read.output.strip().startswith("error:") and len(read.output.strip().splitlines()) == 1
         verify = verify_store(open_store(location, create=False))
         assert not verify.ok and verify.incomplete  # pairs whose sentences or parses are gone
     for line in lines:

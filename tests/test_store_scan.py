@@ -238,7 +238,7 @@ def test_export_again_replaces_a_partition_whole_and_keeps_the_others(store: Sto
         raise OSError("disk full")
 
     monkeypatch.setattr(export_module.pq, "write_table", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(DataError, match=r"cannot write the export .*\(disk full\)"):
         export_parquet(store, "wup", dataset="sick", out=out, splits=["test"])
     assert sorted(p.name for p in (out / "dataset=sick" / "split=test").iterdir()) == ["part-0.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]

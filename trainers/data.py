@@ -267,7 +267,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
         command = build_command(store, dataset=dataset, split=split, parse=parse,
                                 feature_args=["--features", feature or "sdoi"])
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
-                                  f"have no parse {parse or '(latest)'}; run\n  {command}")
+                                  f"have no parse {parse or '(latest)'}; restore them with: {command}")
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
     parsers = store.parse_ids()
     used = parse or (list(parsers)[-1] if parsers else None)  # store.parses' "latest"
