@@ -27,11 +27,12 @@ class MissingDataError(NotFoundError):
 
 
 def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = None,
-                 entries: Sequence[EntryInfo] = ()) -> str:
+                 entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> str:
     """The ``prior build`` line that restores ``dataset``/``split``'s pairs, sentences and
     parses (and the items of ``entries``): the split's recorded dataset arguments, the first
     entry's feature arguments (else one the store holds, else ``--features sdoi``, which needs
-    no resources), the parse's parser."""
+    no resources), the parse's parser. ``dropped``: the split's pairs segment that was just
+    dropped, whose recorded arguments serve when the split has no other."""
     from featurestore.selection import build_command, feature_args
 
     try:
@@ -40,18 +41,18 @@ def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = 
         if store.split_segments(dataset, split):
             return build_command(store, dataset=dataset, split=split, feature_args=features, parse=parse)
         return build_command(store, dataset=None, split=None, feature_args=[
-            *_dataset_args(store, dataset, split), *features], parse=parse)
+            *_dataset_args(store, dataset, split, dropped), *features], parse=parse)
     except PriorError:  # the catalog itself is damaged: a line without recorded arguments
         return f"prior build --dataset {dataset} --split {split} --store {store.location}"
 
 
-def _dataset_args(store: Store, dataset: str, split: str) -> list[str]:
+def _dataset_args(store: Store, dataset: str, split: str, dropped: Segment | None) -> list[str]:
     """``--dataset … --split S`` for a split whose pairs segments are all gone: the recorded
-    arguments of another split of the dataset (its ``--limit`` too), else the plain name."""
-    for other_dataset, other in store.datasets():
-        if other_dataset != dataset:
-            continue
-        segs = store.split_segments(dataset, other)
+    arguments of its dropped segment or of another split of the dataset (with ``--limit``),
+    else the plain name."""
+    splits = [[dropped]] if dropped is not None else []
+    splits += [store.split_segments(dataset, other) for d, other in store.datasets() if d == dataset]
+    for segs in splits:
         args = list(segs[-1].meta.get("build_args", []))
         limits = [n for s in segs if isinstance(n := s.meta.get("limit"), int)]
         if args:
@@ -148,7 +149,8 @@ def rebuild_lines(store: Store, dropped: Sequence[Segment]) -> list[str]:
     from featurestore.store import EntryInfo
 
     store.refresh()
-    lines = [restore_line(store, s.target["dataset"], s.target["split"]) for s in dropped if s.kind == "pairs"]
+    lines = [restore_line(store, s.target["dataset"], s.target["split"], dropped=s)
+             for s in dropped if s.kind == "pairs"]
     lines += [line.split("with: ", 1)[1] for _, _, line in incomplete_pairs(store, store.segments(), set())]
     coverage = Coverage(store)
     for seg in dropped:
