@@ -94,9 +94,14 @@ def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) 
     if report.unsealed_records:
         console.print(f"{report.unsealed_records} catalog record(s) written by an older prior carry no checksum "
                       "of their own (accepted; their files are checked)")
-    console.print(f"checked {report.checked_segments} segments, {report.checked_files} files: "
-                  + ("ok" if report.ok else f"{len(report.damaged)} problem(s); run `prior store gc --drop-damaged` "
-                     "then rebuild to recompute them"), soft_wrap=True)
+    if report.ok:
+        outcome = "ok"
+    elif len(report.incomplete) == len(report.damaged):  # nothing to drop: the build lines above restore it
+        outcome = f"{len(report.damaged)} problem(s); run the build line(s) above to restore what is missing"
+    else:
+        outcome = f"{len(report.damaged)} problem(s); run `prior store gc --drop-damaged`, then the build line(s) it prints"
+    console.print(f"checked {report.checked_segments} segments, {report.checked_files} files: {outcome}",
+                  soft_wrap=True)
     if not report.ok:
         raise typer.Exit(1)
 
