@@ -52,10 +52,11 @@ def check_recorded_spec(spec: str, source: str) -> str:
         return spec
     if name == "biaffine" and (not sep or (arg and Path(arg).expanduser().is_dir())):
         return spec
+    shown = shlex.quote(spec) if spec.isprintable() else repr(spec)  # one line, whatever the record holds
     raise UntrustedParserError(
         f"{source} names the parser {spec!r}, which is not the shipped model, spaCy or a model directory "
         "exported by `prior parser train` (a supar file or name is a pickle, which can run code), so it is "
-        f"not loaded; if you trust it, name it yourself: --parser {shlex.quote(spec)}")
+        f"not loaded; if you trust it, name it yourself: --parser {shown}")
 
 
 def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
