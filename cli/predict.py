@@ -82,7 +82,7 @@ def predict_cmd(
     text_b: Annotated[str, typer.Option(help="Column (file) or key (JSON lines) of the second sentence.")] = "sentence2",
     store: Annotated[str | None, typer.Option(help="Where the pairs' parses and features are built (default $PRIOR_HOME/predict-store; reused).")] = None,
     storage_option: StorageOptionOpt = None,
-    parser: Annotated[str | None, typer.Option(help="The --parser spec of the model's parse (default: as recorded with the model).")] = None,
+    parser: Annotated[str | None, typer.Option(help="The --parser spec of the model's parse (default: as recorded with the model; a recorded supar file or name, a pickle, is loaded only when named here).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per pair; csv: one column per class probability.")] = OutputFormat.jsonl,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,

@@ -118,13 +118,14 @@ def eval_(
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
     from featurestore.progress import stage_bars
+    from trainers.checkpoint import read_meta
     from trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
         export_storage_options(storage_option)
         folder = checkpoint_dir(checkpoint)
-        if dataset is None and (folder / "prior.json").is_file():
-            dataset = json.loads((folder / "prior.json").read_text())["dataset"]
+        if dataset is None:
+            dataset = str(read_meta(folder)["dataset"])
         with stage_bars() as progress:
             result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
                                          batch_size=batch_size, features=features.value, progress=progress)

@@ -5,7 +5,10 @@ A checkpoint records the store entries its feature was read from (their keys, pa
 parse). :func:`build_pairs` builds the same entries for new pairs with :func:`pipeline.build.build`:
 
 - the same parse: the parser spec must give the recorded parse id, else `PredictMismatchError`
-  before anything is parsed;
+  before anything is parsed. The spec is the caller's ``parser`` (the person running it may
+  name any parser) or else ``recorded_parser`` (what the checkpoint or its training store
+  recorded), which may name only a parser that loads no pickle
+  (`pipeline.parsers.check_recorded_spec`), checked before any parser file is opened;
 - the same parameters: each entry's recorded options go to its feature set, and what a build
   would count from the dataset being built (DAFA's IDF table, GiBERT's vocabulary) is taken
   from the recorded parameters instead (`Feature.restore`), so new sentences get the weights
@@ -57,13 +60,19 @@ class BuiltPairs:
 def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
                 pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
                 text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
-                workers: int = 0, progress: bool = False) -> BuiltPairs:
+                workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
+                recorded_in: str = "the model") -> BuiltPairs:
     """Write ``pairs`` (or the pairs of ``file``, any table `prior build` reads, with the
     columns ``text_a``/``text_b``) into ``store`` and build their parse ``parse`` (made by
-    ``parser``, default the build's) and the ``entries`` (module docstring). ``resources``: the
-    store the entries were built in, whose resources are copied when ``store`` lacks them."""
+    ``parser``, else by ``recorded_parser``, the spec ``recorded_in`` names, else by the
+    build's default) and the ``entries`` (module docstring). ``resources``: the store the
+    entries were built in, whose resources are copied when ``store`` lacks them."""
     if (pairs is None) == (file is None):
         raise PriorError("give pairs or a file, not both or neither")
+    if parser is None and recorded_parser is not None:
+        from pipeline.parsers import check_recorded_spec
+
+        parser = check_recorded_spec(recorded_parser, recorded_in)  # before any parser file is opened
     with tempfile.TemporaryDirectory(prefix="prior-predict-") as tmp:
         if pairs is not None:
             file = Path(tmp) / "pairs.jsonl"

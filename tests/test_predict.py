@@ -162,7 +162,7 @@ def test_predict_old_checkpoint_without_records(trained: tuple[Path, Path, Path]
     old = tmp_path / "old"
     shutil.copytree(out / "best", old)
     meta = json.loads((old / "prior.json").read_text())
-    meta.pop("entry_records"), meta.pop("parser_spec")
+    meta.pop("entry_records"), meta.pop("parser_spec"), meta.pop("files_sha256")  # (nor checksums)
     (old / "prior.json").write_text(json.dumps(meta))
     config = json.loads((old / "config.json").read_text())
     config["id2label"] = {str(i): f"LABEL_{i}" for i in range(len(config["id2label"]))}

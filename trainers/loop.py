@@ -51,6 +51,7 @@ from featurestore.names import check_name
 from featurestore.progress import Progress, stage_bars
 from featurestore.selection import parser_spec
 from trainers import backbones, metrics
+from trainers import checkpoint as ckpt
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES
 from trainers.models.base import PriorBertModel
@@ -250,26 +251,24 @@ def load_optimizer(path: Path, model: torch.nn.Module, optimizer: torch.optim.Op
 
 
 def save_checkpoint(directory: Path, model: PriorBertModel, tokenizer: Any, meta: dict[str, Any]) -> None:
+    """``save_pretrained`` (safetensors) + tokenizer + ``prior.json``, which records the sha256
+    of every file written (`trainers.checkpoint`)."""
     directory.mkdir(parents=True, exist_ok=True)
     with backbones.quiet_hf():
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
+    meta = {**meta, ckpt.CHECKSUMS: ckpt.file_checksums(directory)}
     (directory / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def load_checkpoint(directory: Path | str) -> tuple[PriorBertModel, Any, dict[str, Any]]:
-    """(model, tokenizer, prior.json) of a checkpoint directory written by :func:`train`."""
+    """(model, tokenizer, prior.json) of a checkpoint directory written by :func:`train`; a
+    checkpoint that is damaged, altered or pickled is a one-line `CheckpointError`
+    (`trainers.checkpoint`)."""
     directory = Path(directory)
-    meta_path = directory / META_FILE
-    if not meta_path.is_file():
-        raise NotFoundError(f"{directory} is not a prior checkpoint (no {META_FILE}); give the "
-                            "`best/` or `last/` folder of a `prior train` output")
-    meta = json.loads(meta_path.read_text())
-    cls = MODEL_CLASSES[meta["model"]]
-    with backbones.quiet_hf():
-        model = cls.from_pretrained(directory)
-    tokenizer = backbones.load_tokenizer(str(directory))
-    return model, tokenizer, meta
+    meta = ckpt.read_meta(directory)
+    ckpt.check_checkpoint(directory, meta)
+    return (*ckpt.load_weights(directory, MODEL_CLASSES[meta["model"]]), meta)
 
 
 # --------------------------------------------------------------------------- training

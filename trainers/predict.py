@@ -20,6 +20,11 @@ Where the entries' records come from: ``prior.json`` (``entry_records`` and ``pa
 written by training since they were added), else the training store it names. Resources the
 entries name (an IDF table, a vocabulary) are copied from the training store into the
 prediction store once.
+
+The parser: ``parser=`` (``--parser``) when given, the choice of the person running it;
+else the spec recorded in ``prior.json`` or the training store's parses record, which the
+builder uses only where it loads no pickle (`pipeline.parsers.check_recorded_spec`): a
+checkpoint or a store never names code to run.
 """
 
 from __future__ import annotations
@@ -96,7 +101,8 @@ class PairBuilder(Protocol):
     def __call__(self, store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
                  pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
                  text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
-                 workers: int = 0, progress: bool = False) -> Built: ...
+                 workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
+                 recorded_in: str = "the model") -> Built: ...
 
 
 def _default_builder() -> PairBuilder:
@@ -123,7 +129,8 @@ class Predictor:
         self.entry_keys = ({n: recorded[n] for n in view_of(self.read).entries if n in recorded}
                            if self.read else {})
         self.entries = self._entries()
-        self.parser = parser or meta.get("parser_spec") or self._stored_parser()
+        self.parser = parser  # the caller's choice: any spec
+        self.recorded_parser, self.recorded_in = (None, "") if parser else self._recorded_parser()
 
     @property
     def label_kind(self) -> str:
@@ -150,6 +157,13 @@ class Predictor:
             raise PriorError(f"the training store {self.train_store} no longer holds the {', '.join(missing)} "
                              f"entries {self.checkpoint} was trained on")
         return [held[k] for k in self.entry_keys.values()]
+
+    def _recorded_parser(self) -> tuple[str | None, str]:
+        """The parser spec data recorded for the model's parse, and where: the checkpoint's
+        prior.json, else the training store's parses record (data: the builder checks it)."""
+        if spec := self.meta.get("parser_spec"):
+            return str(spec), f"{self.checkpoint / 'prior.json'} (parser_spec)"
+        return self._stored_parser(), f"the parses record of {self.train_store}"
 
     def _stored_parser(self) -> str | None:
         try:
@@ -195,7 +209,8 @@ class Predictor:
         builder = self._builder or _default_builder()
         built = builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
                         file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
-                        workers=self.workers, progress=progress)
+                        workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
+                        recorded_in=self.recorded_in)
         store = open_store(built.store, create=False)
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],

@@ -9,19 +9,54 @@
 - ``"biaffine:<file or supar model name>"``: a supar checkpoint or a published supar model
   (e.g. ``biaffine-dep-en``), loaded as supar does (pickle: trusted files only; needs network
   for published names).
+
+Who may name which: a spec given by the person running `prior` (``--parser``, a Python
+argument) may be any of these. A spec read from data (a store's parses record, a checkpoint's
+``prior.json``) goes through :func:`check_recorded_spec` first: it may name spaCy, the shipped
+biaffine model or an exported model directory, never a pickle (supar file or published name:
+loading one runs code it contains).
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import shlex
+from pathlib import Path
 from typing import Any
 
 from featurestore.errors import ResourceError
 from pipeline.parsers.base import DependencyParser, Parse
 
-__all__ = ["BACKENDS", "DependencyParser", "Parse", "fingerprint_of", "get_parser"]
+__all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",
+           "fingerprint_of", "get_parser"]
 
 BACKENDS = ("biaffine", "spacy")
+_PACKAGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+class UntrustedParserError(ResourceError):
+    """Data (a store record, a checkpoint) names a parser that would load a pickle."""
+
+
+def check_recorded_spec(spec: str, source: str) -> str:
+    """``spec`` when it may be used although ``source`` (a store record, a checkpoint), not
+    the person running `prior`, named it: ``spacy``, ``spacy:<installed package name>``,
+    ``biaffine`` (the shipped model) or ``biaffine:<directory>`` (a model exported as
+    safetensors + JSON, loaded without pickle and checked by its checksum when read). Anything
+    else (a supar file or published model name: pickle, i.e. code) is an
+    :class:`UntrustedParserError`. Decided from the text and a directory test alone: no file
+    is opened."""
+    name, sep, arg = spec.partition(":")
+    if name == "spacy" and (not sep or _PACKAGE_NAME.fullmatch(arg)):
+        return spec
+    if name == "biaffine" and (not sep or (arg and Path(arg).expanduser().is_dir())):
+        return spec
+    shown = shlex.quote(spec) if spec.isprintable() else repr(spec)  # one line, whatever the record holds
+    raise UntrustedParserError(
+        f"{source} names the parser {spec!r}, which is not the shipped model, spaCy or a model directory "
+        "exported by `prior parser train` (a supar file or name is a pickle, which can run code), so it is "
+        f"not loaded; if you trust it, name it yourself: --parser {shown}")
 
 
 def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:

@@ -197,7 +197,11 @@ def read_config(model_dir: str | Path) -> tuple[dict[str, Any], str]:
         if config.get("format") != FORMAT:
             raise ValueError(f"format is {config.get('format')!r}, expected {FORMAT!r}")
         Vocabularies.from_json(config["vocab"])
-        dict(config["model"])
+        settings = dict(config["model"])
+        # the constructor would fetch (and unpickle) a transformer for any other encoder or feature
+        if settings.get("encoder") != "lstm" or settings.get("feat") != ["char"] or settings.get("bert"):
+            raise ValueError(f"model settings encoder={settings.get('encoder')!r} feat={settings.get('feat')!r} "
+                             f"bert={settings.get('bert')!r}; only the LSTM + char model is supported")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResourceError(f"biaffine parser config {config_path} is damaged ({exc}); {_FALLBACK}") from None
     checksum = _file_digest(weights)
