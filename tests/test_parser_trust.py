@@ -144,7 +144,7 @@ def test_build_on_the_crafted_store_runs_nothing(crafted: dict[str, Path], tmp_p
     store = tmp_path / "store"
     shutil.copytree(crafted["store"], store)
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text('{"a": "A dog runs.", "b": "An animal moves."}\n')
+    pairs.write_text('{"a": "A dog runs.", "b": "An animal moves.", "label": "entailment"}\n')
     code, lines = invoke("build", "--dataset", pairs, "--text-a", "a", "--text-b", "b", "--features", "sdoi",
                          "--parser", "spacy", "--workers", 0, "--store", store)
     assert code == 0, lines
