@@ -54,7 +54,7 @@ from trainers import backbones, metrics
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES
 from trainers.models.base import PriorBertModel
-from trainers.registry import TrainSettings, default_settings, parse_model_name, task_for
+from trainers.registry import Task, TrainSettings, default_settings, parse_model_name, task_for
 
 META_FILE = "prior.json"
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
@@ -183,7 +183,27 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     for name, data in [("train", train), ("dev", dev), *evals.items()]:
         if data.labels is None:
             raise DataError(f"{cfg.dataset}/{data.split} has no labels: it cannot be used for {name}")
+        if (data.label_kind, data.label_names) != (train.label_kind, train.label_names):
+            raise DataError(f"{cfg.dataset}/{data.split} is stored with labels {_labels_text(data)} but "
+                            f"{cfg.dataset}/{train.split} with {_labels_text(train)}; rebuild one of them "
+                            "with the other's --label-kind (and --labels) to use them together")
     return Splits(train, dev, evals, note)
+
+
+def _labels_text(data: PairData) -> str:
+    return "scores" if data.label_kind == "score" else f"{data.label_kind} {list(data.label_names)}"
+
+
+def split_task(data: PairData, dataset_kind: str) -> Task:
+    """The task of a run trained on ``data``: its stored label kind and names decide
+    classification or regression (the loss and the head), ``dataset_kind`` (the dataset it was
+    read as) only adds the papers' reporting metrics where they fit."""
+    task = task_for(data.label_kind, data.label_names, dataset_kind)
+    if not task.regression and task.num_labels < 2:
+        raise DataError(f"{data.dataset}/{data.split} is stored with {task.num_labels} class(es) "
+                        f"{list(task.label_names)}: a classifier needs two or more; rebuild it with "
+                        "--labels, or with --label-kind score for numeric labels")
+    return task
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -305,7 +325,7 @@ class _Run:
     cfg: TrainConfig
     rt: Runtime
     settings: TrainSettings
-    task: Any
+    task: Task
     out: Path
     model: PriorBertModel
     net: torch.nn.Module  # the model, or its DDP wrapper
@@ -340,7 +360,7 @@ def _start(cfg: TrainConfig) -> _Run:
     model_cls = MODEL_CLASSES[model_name]
     store = open_store(cfg.store, create=False)
     check_train_split(store, cfg.dataset, cfg.train_split)
-    kind = dataset_kind(store, cfg.dataset)  # a dataset stored under another --name keeps its task
+    kind = dataset_kind(store, cfg.dataset)  # under another --name: the paper settings still apply
     settings = replace(cfg.settings or default_settings(model_name, kind, size), **cfg.overrides)
     state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
     if cfg.resume is not None:
@@ -353,13 +373,14 @@ def _start(cfg: TrainConfig) -> _Run:
         backbone = backbones.resolve_backbone(size, cfg.backbone)
         tokenizer = backbones.load_tokenizer(backbone)
     splits = load_splits(store, cfg, model_name, tokenizer, settings)
+    task = split_task(splits.train, kind)
     if cfg.resume is None:
-        num_labels = 1 if splits.train.label_kind == "score" else len(splits.train.label_names)
+        num_labels = task.num_labels
         source = splits.train.source
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
         model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
-                                      label_names=splits.train.label_names)
+                                      label_names=task.label_names)
     _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
@@ -368,14 +389,13 @@ def _start(cfg: TrainConfig) -> _Run:
     steps_per_epoch = math.ceil(len(splits.train.order(True, cfg.seed, 0, rt.rank, rt.world))
                                 / settings.batch_size)
     optimizer, scheduler = _schedule(model, settings, steps_per_epoch, cfg, state)
-    task = task_for(kind)
     meta = {
         "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
         "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
         "feature": model_cls.feature, "feature_params": cfg.feature_params, "dep_view": cfg.dep_view,
         "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
         "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
-        "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
+        "metrics_names": list(task.metrics), "task": task.to_dict(), "world_size": rt.world, "device": str(rt.device),
         "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
         "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
         **_build_record(store, splits.train.fingerprint),
@@ -448,7 +468,7 @@ def _step(run: _Run, batch: dict[str, torch.Tensor]) -> float:
 def _end_epoch(run: _Run, epoch: int, dev: dict[str, float], losses: list[float], step_times: list[float],
                seconds: float) -> None:
     """Early-stopping state, the metrics line and the checkpoints of a finished epoch."""
-    state, key_metric = run.state, run.task.metrics[0]
+    state, key_metric = run.state, run.task.metrics[0]  # every metric: higher is better
     improved = state["best"] is None or dev[key_metric] > state["best"]
     state["epoch"] = epoch + 1
     if improved:
@@ -525,7 +545,8 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)
     _to(model, rt.device)
-    names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
+    names = tuple(meta.get("metrics_names")
+                  or task_for(meta["label_kind"], meta.get("label_names") or (), dataset_kind(st, dataset)).metrics)
     outputs = predict(model, data, batch_size or settings["batch_size"], rt, progress, f"eval {split}")
     return CheckpointOutputs(outputs, data, names)
 
