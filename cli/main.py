@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -27,7 +26,7 @@ class PriorGroup(TyperGroup):
     """The top-level command: before any command runs, loads the entry points and imports each
     ``--code FILE.py``, wherever it stands on the line (`cli.plugins`)."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context (typer vendors click)
         try:
             args = load_user_code(args)
         except PriorError as exc:
