@@ -2,20 +2,36 @@
 makes it): the store, the dataset and its splits' pairs, the build's options and the parses.
 
 Its own module, below both the build and the features, so that the features can name it
-without importing the build that imports them.
+(and the options they read, `FeatureOptions`) without importing the build that imports them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from featurestore.store import Store
 from pipeline.parsers.base import Parse
 
-if TYPE_CHECKING:  # a type only: the build imports this module
-    from pipeline.build import BuildOptions
+
+class FeatureOptions(Protocol):
+    """What feature factories (`pipeline.features.registry`) and features read of a build's
+    options; `pipeline.build.BuildOptions` is one. Named here, so that the features never
+    import the build."""
+
+    @property
+    def feature_options(self) -> dict[str, dict[str, Any]]:
+        """feature name → its ``-o NAME.K=V`` values"""
+
+    @property
+    def embeddings(self) -> Path | None:
+        """the embedding file of a first ``emb`` build"""
+
+    @property
+    def restore(self) -> dict[str, dict[str, Any]]:
+        """feature name → an entry's recorded params to restore instead of preparing them"""
 
 
 @dataclass
@@ -24,7 +40,7 @@ class BuildContext:
 
     store: Store
     dataset: str
-    options: BuildOptions
+    options: FeatureOptions
     parse: str
     split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
     _parses: Callable[[Sequence[str]], list[Parse]]
