@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,16 @@ from featurestore.errors import PriorError
 
 class PriorGroup(TyperGroup):
     """The top-level command: before any command runs, loads the entry points and imports each
-    ``--code FILE.py``, wherever it stands on the line (`cli.plugins`)."""
+    ``--code FILE.py``, wherever it stands on the line (`cli.plugins`). Every command's help
+    lists ``--code`` too."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        code = next((p for p in self.params if p.name == "code"), None)
+        if code is not None:
+            shown = copy.copy(code)
+            shown.expose_value = False  # parsed here, never by the command: for its --help only
+            _list_in_help(self, shown)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context (typer vendors click)
         try:
@@ -33,6 +43,14 @@ class PriorGroup(TyperGroup):
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
         return super().parse_args(ctx, args)
+
+
+def _list_in_help(group: Any, option: Any) -> None:
+    for command in getattr(group, "commands", {}).values():
+        if hasattr(command, "commands"):
+            _list_in_help(command, option)
+        elif all(p.name != option.name for p in command.params):
+            command.params.append(option)
 
 
 plain_flags_in_help()

@@ -131,3 +131,9 @@ def test_plugins_entry_points_register_features_and_models(registries: None, tmp
     options = type("Options", (), {"feature_options": {"overlap": {"compare": "exact"}}})()
     (built,) = features.FEATURE_SETS["overlap"](options)
     assert type(built).__module__ == "userpkg.feat" and built.params() == {"compare": "exact"}
+
+
+def test_plugins_every_command_lists_code_in_its_help() -> None:
+    for command in (["build"], ["train"], ["predict"], ["store", "gc"], ["parser", "eval"]):
+        result = CliRunner().invoke(app, [*command, "--help"])
+        assert result.exit_code == 0 and "--code" in result.output, (command, result.output)
