@@ -2,8 +2,9 @@
 
 - ``--code FILE.py`` (any command, repeatable; as spaCy's ``--code``) imports the file before the
   command runs, so the ``register_feature_set`` / ``register_model`` calls in it take effect.
-  Each file is imported once per process, as a module named after its stem; its classes are
-  sent to Dask workers by value, so a build on a local cluster needs no installed package.
+  Each file is imported once per process, as a module named after its stem, and its folder is
+  appended to ``sys.path`` so that the processes of a local Dask cluster import it by that name
+  too (a remote cluster's workers need the file on their own path, or an installed package).
 - Entry points of an installed distribution, read once when the command starts:
 
   - group ``prior.features``: ``NAME = "pkg.module:factory"``, a feature-set factory
@@ -58,18 +59,17 @@ def import_code(path: str | Path) -> ModuleType:
         del sys.modules[name]
         raise CodeError(f"{CODE_FLAG} {path}: importing it failed: {type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")) from None
-    _pickle_by_value(module)
+    _importable_by_name(file)
     return module
 
 
-def _pickle_by_value(module: ModuleType) -> None:
-    """Dask workers in other processes cannot import a ``--code`` file by name: its objects
-    travel by value (cloudpickle) instead."""
-    try:
-        import cloudpickle
-    except ImportError:  # pragma: no cover - installed with dask
-        return
-    cloudpickle.register_pickle_by_value(module)
+def _importable_by_name(file: Path) -> None:
+    """Dask worker processes receive a ``--code`` file's objects by reference (module and
+    name) and import the module themselves: its folder goes at the end of ``sys.path``, which
+    the local cluster's processes inherit."""
+    folder = str(file.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
 
 
 def split_code_args(args: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -137,3 +137,16 @@ def test_plugins_every_command_lists_code_in_its_help() -> None:
     for command in (["build"], ["train"], ["predict"], ["store", "gc"], ["parser", "eval"]):
         result = CliRunner().invoke(app, [*command, "--help"])
         assert result.exit_code == 0 and "--code" in result.output, (command, result.output)
+
+
+@pytest.mark.slow
+def test_plugins_code_reaches_local_cluster_workers(registries: None, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes import the `--code` file by its name (its folder is on their path)."""
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "1")
+    feature, _ = user_files(tmp_path)
+    cli("build", "--code", feature, "--dataset", "sick", "--split", "trial", "--features", "overlap",
+        "--parser", "spacy", "--limit", 4, "--workers", 1, "--store", tmp_path / "store")
+    (entry,) = open_store(tmp_path / "store", create=False).entries("overlap")
+    assert entry.is_default
