@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
 
 from cli import embed as embed_cli
 from cli import parser as parser_cli
@@ -11,13 +16,57 @@ from cli.build import build_cmd
 from cli.console import plain_flags_in_help
 from cli.datasets import datasets_cmd
 from cli.env import env_cmd
+from cli.plugins import CODE_FLAG, load_user_code
 from cli.predict import predict_cmd
 from cli.show import show_cmd
 from cli.train import eval_, train
+from featurestore.errors import PriorError
+
+
+class PriorGroup(TyperGroup):
+    """The top-level command: before any command runs, loads the entry points and imports each
+    ``--code FILE.py``, wherever it stands on the line (`cli.plugins`). Every command's help
+    lists ``--code`` too."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        code = next((p for p in self.params if p.name == "code"), None)
+        if code is not None:
+            shown = copy.copy(code)
+            shown.expose_value = False  # parsed here, never by the command: for its --help only
+            _list_in_help(self, shown)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context (typer vendors click)
+        try:
+            args = load_user_code(args)
+        except PriorError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        return super().parse_args(ctx, args)
+
+
+def _list_in_help(group: Any, option: Any) -> None:
+    for command in getattr(group, "commands", {}).values():
+        if hasattr(command, "commands"):
+            _list_in_help(command, option)
+        elif all(p.name != option.name for p in command.params):
+            command.params.append(option)
+
 
 plain_flags_in_help()
-app = typer.Typer(name="prior", no_args_is_help=True, add_completion=False,
+app = typer.Typer(name="prior", cls=PriorGroup, no_args_is_help=True, add_completion=False,
                   help="Prior-knowledge features for sentence-pair models: build once, train every method.")
+
+
+@app.callback()
+def _user_code(
+    code: Annotated[list[Path] | None, typer.Option(
+        CODE_FLAG, metavar="FILE.py", help="Python file to import before the command runs (repeatable; "
+        "accepted anywhere on the line, e.g. `prior train NAME --code my_model.py`): its "
+        "register_feature_set / register_model calls add features and models.")] = None,
+) -> Any:
+    """Prior-knowledge features for sentence-pair models: build once, train every method."""
+    # the option is consumed by PriorGroup.parse_args before parsing; declared here for --help
 app.command("build")(build_cmd)
 app.command("datasets")(datasets_cmd)
 app.command("env")(env_cmd)

@@ -27,8 +27,8 @@ def storage_options(items: list[str] | None) -> dict[str, Any]:
 
 
 def export_storage_options(items: list[str] | None) -> None:
-    """For commands whose library code opens the store itself with the environment's options
-    (`prior train`, `prior eval`): the merged options become ``$PRIOR_STORAGE_OPTIONS`` of this
-    process (and of the processes it starts)."""
+    """Only for `prior predict`, whose library code (`trainers.predict.load_model`) takes no
+    storage options yet: the merged options become ``$PRIOR_STORAGE_OPTIONS`` of this process.
+    Every other command passes :func:`storage_options` to the code it calls."""
     if items:
         os.environ[so.ENV] = json.dumps(storage_options(items))

@@ -13,9 +13,16 @@ from typing import Annotated
 import typer
 
 from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
-from cli.store_flags import StorageOptionOpt, StoreOpt, export_storage_options
+from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from featurestore.errors import PriorError
 from trainers.models import MODELS
+
+ViewOpt = Annotated[str | None, typer.Option(
+    "--view", metavar="NAME", help="Read a registered variant view instead of the model's feature, e.g. "
+    "dep-no-tfidf, dep-no-subgraph, dep-no-trigram for a model reading dep (the ablations; see "
+    "`prior show --help`). For eval: default the view the model was trained on.")]
+#: the former spelling of --view, kept working (hidden)
+DepViewOpt = Annotated[str | None, typer.Option("--dep-view", hidden=True, help="Deprecated: --view.")]
 
 
 class FeatureMode(StrEnum):
@@ -63,7 +70,8 @@ def train(
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true), or FEATURE.K=V to pick the store entry (e.g. -o wup.preset=uerbert-code).")] = None,
     feature_param: FeatureParamOpt = None,
     entry: EntryOpt = None,
-    dep_view: Annotated[str, typer.Option(help="DAFA only: dep (M_F) or an ablation view, e.g. dep-no-tfidf, dep-no-subgraph, dep-no-trigram (see `prior show --help`).")] = "dep",
+    view: ViewOpt = None,
+    dep_view: DepViewOpt = None,
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -76,10 +84,10 @@ def train(
     from trainers.registry import parse_model_name
 
     try:
-        export_storage_options(storage_option)
+        options = storage_options(storage_option)
         name, _ = parse_model_name(model)
         if dataset is None:
-            dataset = check_train_split(open_store(store, create=False), None)
+            dataset = check_train_split(open_store(store, create=False, storage_options=options), None)
         overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "prior_lr": prior_lr, "batch_size": batch_size,
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,
@@ -95,7 +103,8 @@ def train(
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=_options(plain),
                           feature_params={**params, **dotted} or None, feature_entry=entry,
-                          dep_view=dep_view, resume=resume, threads=threads, progress=progress)
+                          view=view, dep_view=dep_view, storage_options=options, resume=resume,
+                          threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -113,6 +122,7 @@ def eval_(
     storage_option: StorageOptionOpt = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+    view: ViewOpt = None,
     features: Annotated[FeatureMode, typer.Option(help="stored: as trained; neutral: the feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors); shuffled: by another pair's (a fixed permutation). A model whose score does not move without its feature does not use it.")] = FeatureMode.stored,
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
@@ -122,15 +132,17 @@ def eval_(
     from trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
-        export_storage_options(storage_option)
+        options = storage_options(storage_option)
         folder = checkpoint_dir(checkpoint)
         if dataset is None:
             dataset = str(read_meta(folder)["dataset"])
         with stage_bars() as progress:
             result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
-                                         batch_size=batch_size, features=features.value, progress=progress)
+                                         batch_size=batch_size, features=features.value, progress=progress,
+                                         view=view, storage_options=options)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"{folder} on {dataset}/{split}" + (f", features {features.value}" if features != "stored" else ""))
+    typer.echo(f"{folder} on {dataset}/{split}" + (f", features {features.value}" if features != "stored" else "")
+               + (f", view {view}" if view else ""))
     typer.echo(" ".join(f"{k}={v:.4f}" for k, v in result.items()))

@@ -45,7 +45,8 @@ class View:
     #: the frame column ``combine``'s values go to (the ablations of ``dep`` all write ``dep``);
     #: None: the view's name
     column: str | None = None
-    #: the feature whose reads this view may replace (``--dep-view dep-no-tfidf`` for `dep`)
+    #: the feature whose reads this view may replace (a trainer's ``--view dep-no-tfidf`` for a
+    #: model that reads `dep`)
     variant_of: str | None = None
     #: the ``prior build --features`` name that makes the entries, and further arguments a first
     #: build needs (for the build line an error prints when nothing is built yet)
@@ -58,6 +59,30 @@ VIEWS: dict[str, View] = {}
 
 def register_view(name: str, view: View) -> None:
     VIEWS[name] = view
+
+
+def variants(feature: str) -> list[str]:
+    """The registered views that may replace reads of ``feature`` (``View.variant_of``), sorted."""
+    return sorted(n for n, v in VIEWS.items() if v.variant_of == feature)
+
+
+def resolve_view(feature: str | None, view: str | None) -> str | None:
+    """What a model reading ``feature`` reads when asked for ``view``: None (the feature as
+    stored) for no view or the feature's own name, else ``view`` when it is a registered variant
+    of ``feature``; `PriorError` naming the variants otherwise."""
+    if view is None or view == feature:
+        return None
+    if feature is None:
+        raise PriorError(f"view {view!r} replaces a stored feature, but this model reads none; drop --view")
+    known = variants(feature)
+    if view in known:
+        return view
+    if not known:
+        raise PriorError(f"view {view!r} does not apply: this model reads {feature!r}, which has no registered "
+                         "variant views")
+    of = VIEWS[view].variant_of if view in VIEWS else None
+    what = f"is a variant of {of!r}, not of {feature!r}" if of else "is not a registered variant view"
+    raise PriorError(f"view {view!r} {what}; views of {feature!r}: {', '.join(known)}")
 
 
 def view_of(name: str) -> View:

@@ -38,6 +38,7 @@ from featurestore.progress import bars
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, startup, worker
+from pipeline.features.context import BuildContext  # moved there; still importable from here
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
@@ -143,41 +144,6 @@ class BuildReport:
     @property
     def computed(self) -> int:
         return sum(s.computed for s in self.stages)
-
-
-@dataclass
-class BuildContext:
-    """What a feature's ``prepare`` may use (in the driver, after parsing)."""
-
-    store: Store
-    dataset: str
-    options: BuildOptions
-    parse: str
-    split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
-    _parses: Callable[[Sequence[str]], list[Parse]]
-
-    @property
-    def splits(self) -> list[str]:
-        return list(self.split_pairs)
-
-    def split_keys(self, split: str) -> list[str]:
-        """Unique sentence keys of a split of this dataset, in first-seen order."""
-        if split in self.split_pairs:
-            rows = self.split_pairs[split]
-        else:
-            df = self.store.pair_rows(self.dataset, split)
-            rows = list(zip(df["pair_key"], df["key_a"], df["key_b"]))
-        return list(dict.fromkeys(k for _, a, b in rows for k in (a, b)))
-
-    def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
-        return self._parses(sentence_keys)
-
-    def words(self, sentence_keys: Sequence[str]) -> list[tuple[list[str], list[str]]]:
-        """(words, lemmas) of each sentence, in order: what comparing word forms needs, read
-        without building whole parses."""
-        df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"))
-        found = dict(zip(df["sent_key"].to_list(), zip(df["words"].to_list(), df["lemmas"].to_list())))
-        return [found[k] for k in sentence_keys]
 
 
 # --------------------------------------------------------------------------- Dask

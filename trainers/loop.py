@@ -50,12 +50,13 @@ from featurestore.errors import DataError, NotFoundError, PriorError
 from featurestore.names import check_name
 from featurestore.progress import Progress, stage_bars
 from featurestore.selection import parser_spec
+from layouts.views import resolve_view
 from trainers import backbones, metrics
 from trainers import checkpoint as ckpt
 from trainers.data import PairData, dataset_kind, load_split
 from trainers.models import MODEL_CLASSES
 from trainers.models.base import PriorBertModel
-from trainers.registry import TrainSettings, default_settings, parse_model_name, task_for
+from trainers.registry import Task, TrainSettings, default_settings, parse_model_name, task_for
 
 META_FILE = "prior.json"
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
@@ -93,7 +94,9 @@ class TrainConfig:
     model_options: dict[str, Any] = field(default_factory=dict)
     feature_params: dict[str, Any] | None = None
     feature_entry: str | None = None  # a store entry key prefix (instead of feature_params)
-    dep_view: str = "dep"  # DAFA: M_F, or an ablation view such as "dep-no-tfidf"
+    view: str | None = None  # a registered view replacing the model's feature (View.variant_of), e.g. "dep-no-tfidf"
+    dep_view: str | None = None  # deprecated spelling of ``view`` (DAFA's models only)
+    storage_options: dict[str, Any] | None = None  # fsspec options of a store at a URL; None: $PRIOR_STORAGE_OPTIONS
     resume: Path | None = None
     progress: bool = True
     threads: int | None = None
@@ -157,12 +160,9 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     """The training, dev and eval splits a run of ``model`` reads (module docstring: the dev
     split, the held-out 10 %, the sample)."""
     feature = MODEL_CLASSES[model].feature
-    if cfg.dep_view != "dep" and feature != "dep":
-        raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} "
-                         f"reads {feature or 'no store feature'}")
     kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
           "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
-          "dep_view": cfg.dep_view}
+          "dep_view": run_view(cfg, model)}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -184,7 +184,49 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     for name, data in [("train", train), ("dev", dev), *evals.items()]:
         if data.labels is None:
             raise DataError(f"{cfg.dataset}/{data.split} has no labels: it cannot be used for {name}")
+        if (data.label_kind, data.label_names) != (train.label_kind, train.label_names):
+            raise DataError(f"{cfg.dataset}/{data.split} is stored with labels {_labels_text(data)} but "
+                            f"{cfg.dataset}/{train.split} with {_labels_text(train)}; rebuild one of them "
+                            "with the other's --label-kind (and --labels) to use them together")
     return Splits(train, dev, evals, note)
+
+
+def run_view(cfg: TrainConfig, model: str) -> str | None:
+    """The view a run of ``model`` reads instead of its feature (`layouts.views.resolve_view`);
+    None: the feature as stored."""
+    feature = MODEL_CLASSES[model].feature
+    view = cfg.view
+    if cfg.dep_view not in (None, "dep"):  # the deprecated flag, with its own message
+        if feature != "dep":
+            raise PriorError(f"--dep-view {cfg.dep_view} applies to DAFA models only; {model} "
+                             f"reads {feature or 'no store feature'}")
+        if view not in (None, cfg.dep_view):
+            raise PriorError(f"--view {view} and --dep-view {cfg.dep_view} disagree; give --view alone")
+        view = cfg.dep_view
+    return resolve_view(feature, view)
+
+
+def stored_view(meta: dict[str, Any]) -> str | None:
+    """The view a checkpoint was trained on (``prior.json``); checkpoints written before
+    ``view`` recorded ``dep_view``, "dep" meaning none."""
+    view = meta["view"] if "view" in meta else meta.get("dep_view")
+    return None if view in (None, "dep", meta.get("feature")) else str(view)
+
+
+def _labels_text(data: PairData) -> str:
+    return "scores" if data.label_kind == "score" else f"{data.label_kind} {list(data.label_names)}"
+
+
+def split_task(data: PairData, dataset_kind: str) -> Task:
+    """The task of a run trained on ``data``: its stored label kind and names decide
+    classification or regression (the loss and the head), ``dataset_kind`` (the dataset it was
+    read as) only adds the papers' reporting metrics where they fit."""
+    task = task_for(data.label_kind, data.label_names, dataset_kind)
+    if not task.regression and task.num_labels < 2:
+        raise DataError(f"{data.dataset}/{data.split} is stored with {task.num_labels} class(es) "
+                        f"{list(task.label_names)}: a classifier needs two or more; rebuild it with "
+                        "--labels, or with --label-kind score for numeric labels")
+    return task
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -304,7 +346,7 @@ class _Run:
     cfg: TrainConfig
     rt: Runtime
     settings: TrainSettings
-    task: Any
+    task: Task
     out: Path
     model: PriorBertModel
     net: torch.nn.Module  # the model, or its DDP wrapper
@@ -337,9 +379,9 @@ def _start(cfg: TrainConfig) -> _Run:
     rt = runtime()
     model_name, size = parse_model_name(cfg.model)
     model_cls = MODEL_CLASSES[model_name]
-    store = open_store(cfg.store, create=False)
+    store = open_store(cfg.store, create=False, storage_options=cfg.storage_options)
     check_train_split(store, cfg.dataset, cfg.train_split)
-    kind = dataset_kind(store, cfg.dataset)  # a dataset stored under another --name keeps its task
+    kind = dataset_kind(store, cfg.dataset)  # under another --name: the paper settings still apply
     settings = replace(cfg.settings or default_settings(model_name, kind, size), **cfg.overrides)
     state: dict[str, Any] = {"epoch": 0, "step": 0, "best": None, "bad_epochs": 0}
     if cfg.resume is not None:
@@ -352,13 +394,15 @@ def _start(cfg: TrainConfig) -> _Run:
         backbone = backbones.resolve_backbone(size, cfg.backbone)
         tokenizer = backbones.load_tokenizer(backbone)
     splits = load_splits(store, cfg, model_name, tokenizer, settings)
+    task = split_task(splits.train, kind)
+    view = run_view(cfg, model_name)
     if cfg.resume is None:
-        num_labels = 1 if splits.train.label_kind == "score" else len(splits.train.label_names)
+        num_labels = task.num_labels
         source = splits.train.source
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
         model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
-                                      label_names=splits.train.label_names)
+                                      label_names=task.label_names)
     _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
@@ -367,14 +411,14 @@ def _start(cfg: TrainConfig) -> _Run:
     steps_per_epoch = math.ceil(len(splits.train.order(True, cfg.seed, 0, rt.rank, rt.world))
                                 / settings.batch_size)
     optimizer, scheduler = _schedule(model, settings, steps_per_epoch, cfg, state)
-    task = task_for(kind)
     meta = {
         "model": model_name, "name": cfg.model, "backbone": backbone, "dataset": cfg.dataset,
         "label_kind": splits.train.label_kind, "label_names": list(splits.train.label_names),
-        "feature": model_cls.feature, "feature_params": cfg.feature_params, "dep_view": cfg.dep_view,
+        "feature": model_cls.feature, "feature_params": cfg.feature_params,
+        "view": view, "dep_view": view,  # dep_view: the name older readers look for
         "settings": settings.to_dict(), "seed": cfg.seed, "sample": cfg.sample,
         "sample_seed": cfg.sample_seed, "dev": splits.dev_note, "limit": cfg.limit,
-        "metrics_names": list(task.metrics), "world_size": rt.world, "device": str(rt.device),
+        "metrics_names": list(task.metrics), "task": task.to_dict(), "world_size": rt.world, "device": str(rt.device),
         "fingerprints": {"train": splits.train.fingerprint, "dev": splits.dev.fingerprint},
         "train_pairs": len(splits.train), "dev_pairs": len(splits.dev), "versions": versions(),
         **_build_record(store, splits.train.fingerprint),
@@ -447,7 +491,7 @@ def _step(run: _Run, batch: dict[str, torch.Tensor]) -> float:
 def _end_epoch(run: _Run, epoch: int, dev: dict[str, float], losses: list[float], step_times: list[float],
                seconds: float) -> None:
     """Early-stopping state, the metrics line and the checkpoints of a finished epoch."""
-    state, key_metric = run.state, run.task.metrics[0]
+    state, key_metric = run.state, run.task.metrics[0]  # every metric: higher is better
     improved = state["best"] is None or dev[key_metric] > state["best"]
     state["epoch"] = epoch + 1
     if improved:
@@ -505,26 +549,31 @@ class CheckpointOutputs(NamedTuple):
 
 def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
                        store: str | None = None, limit: int | None = None, batch_size: int | None = None,
-                       features: str = "stored", progress: Progress | None = None) -> CheckpointOutputs:
+                       features: str = "stored", progress: Progress | None = None, view: str | None = None,
+                       storage_options: dict[str, Any] | None = None) -> CheckpointOutputs:
     """What :func:`evaluate_checkpoint` scores: a saved checkpoint's outputs on one split of
     the store (default: the dataset it was trained on), read from exactly the feature entries it
     was trained on (`prior.json`): a store whose entries do not hold that split is an error
     naming the build line that adds them. ``features``: as stored, or destroyed (``neutral``,
-    ``shuffled``; `PairData.with_features`)."""
+    ``shuffled``; `PairData.with_features`). ``view``: read this variant view of the model's
+    feature instead of the one it was trained on (an ablation at test time). ``storage_options``:
+    of the store (None: ``$PRIOR_STORAGE_OPTIONS``)."""
     rt = runtime()
     model, tokenizer, meta = load_checkpoint(checkpoint_dir(checkpoint))
     dataset = dataset or meta["dataset"]
     trained = meta["fingerprints"]["train"]
-    st = open_store(store or trained["store"], create=False)
+    st = open_store(store or trained["store"], create=False, storage_options=storage_options)
+    read = stored_view(meta) if view is None else resolve_view(meta["feature"], view)
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
                       feature=meta["feature"],
-                      entries=trained.get("entries") or None, limit=limit, dep_view=meta.get("dep_view", "dep"))
+                      entries=trained.get("entries") or None, limit=limit, dep_view=read)
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)
     _to(model, rt.device)
-    names = tuple(meta.get("metrics_names") or task_for(dataset_kind(st, dataset)).metrics)
+    names = tuple(meta.get("metrics_names")
+                  or task_for(meta["label_kind"], meta.get("label_names") or (), dataset_kind(st, dataset)).metrics)
     outputs = predict(model, data, batch_size or settings["batch_size"], rt, progress, f"eval {split}")
     return CheckpointOutputs(outputs, data, names)
 
@@ -532,10 +581,12 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
 def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
                         store: str | None = None, limit: int | None = None,
                         batch_size: int | None = None, features: str = "stored",
-                        progress: Progress | None = None) -> dict[str, float]:
+                        progress: Progress | None = None, view: str | None = None,
+                        storage_options: dict[str, Any] | None = None) -> dict[str, float]:
     """Metrics of a saved checkpoint on one split (:func:`checkpoint_outputs`)."""
     outputs, data, names = checkpoint_outputs(checkpoint, dataset, split, store=store, limit=limit,
-                                              batch_size=batch_size, features=features, progress=progress)
+                                              batch_size=batch_size, features=features, progress=progress,
+                                              view=view, storage_options=storage_options)
     if data.labels is None:
         raise DataError(f"{data.dataset}/{data.split} has no labels to evaluate against")
     return metrics.compute(names, outputs, data.labels[data.rows])

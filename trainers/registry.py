@@ -1,4 +1,4 @@
-"""Model names, sizes and default settings, and how each dataset is scored.
+"""Model names, sizes and default settings, and the task a split's stored labels make.
 
 A CLI model name is ``<model>-<size>`` (``dafa-large``, ``bert-mini``) or a bare model name
 with ``--backbone``. Defaults:
@@ -15,7 +15,7 @@ with ``--backbone``. Defaults:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from featurestore.errors import PriorError
 from trainers.models import MODEL_CLASSES
@@ -49,25 +49,52 @@ MINI_SETTINGS: dict[str, Any] = {"lr": 5e-5, "epochs": 3}
 
 
 @dataclass(frozen=True)
-class DatasetTask:
-    """How a dataset is scored, as the papers report it."""
+class Task:
+    """What a run learns and how it is scored, from the label kind the store records for the
+    training split (`trainers.data.split_labels`): classification over ``label_names``
+    (cross-entropy, one logit per class) or regression (MSE on one score)."""
 
-    metrics: tuple[str, ...]  # the first is the early-stopping metric
-    regression: bool = False
+    kind: Literal["classification", "regression"]
+    label_names: tuple[str, ...]
+    metrics: tuple[str, ...]  # the first is the early-stopping metric; every metric is higher-better
+
+    @property
+    def regression(self) -> bool:
+        return self.kind == "regression"
+
+    @property
+    def num_labels(self) -> int:
+        """The classifier head's width: 1 score, or one logit per class."""
+        return 1 if self.regression else len(self.label_names)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "label_names": list(self.label_names), "metrics": list(self.metrics)}
 
 
-TASKS: dict[str, DatasetTask] = {
-    "mrpc": DatasetTask(("f1", "accuracy")),
-    "qqp": DatasetTask(("f1", "accuracy")),
-    "twitterurl": DatasetTask(("f1", "accuracy")),
-    "stsb": DatasetTask(("pearson", "spearman"), regression=True),
-    "sick-r": DatasetTask(("pearson", "spearman"), regression=True),
+CLASSIFICATION_METRICS = ("accuracy",)
+REGRESSION_METRICS = ("pearson", "spearman")
+#: the metrics the papers report for a known dataset, where they differ from the kind's default:
+#: F1 of class 1 first for the binary paraphrase sets (GLUE's convention). Used only when they fit
+#: the stored kind (F1 needs two classes); the kind itself always comes from the store.
+PAPER_METRICS: dict[str, tuple[str, ...]] = {
+    "mrpc": ("f1", "accuracy"),
+    "qqp": ("f1", "accuracy"),
+    "twitterurl": ("f1", "accuracy"),
 }
-DEFAULT_TASK = DatasetTask(("accuracy",))
 
 
-def task_for(dataset: str) -> DatasetTask:
-    return TASKS.get(dataset, DEFAULT_TASK)
+def task_for(label_kind: str, label_names: tuple[str, ...] | list[str] = (), dataset: str | None = None) -> Task:
+    """The task of a split stored with ``label_kind`` ("score": regression; "class": classes
+    ``label_names``), scored as the papers score ``dataset`` where that fits the kind."""
+    if label_kind == "score":
+        return Task("regression", (), REGRESSION_METRICS)
+    if label_kind != "class":
+        raise PriorError(f"a split with label kind {label_kind!r} cannot be trained on or scored; "
+                         "build it from a labelled file (--label-kind class or score)")
+    names = tuple(label_names)
+    paper = PAPER_METRICS.get(dataset or "")
+    fits = paper is not None and ("f1" not in paper or len(names) == 2)
+    return Task("classification", names, paper if paper is not None and fits else CLASSIFICATION_METRICS)
 
 
 def parse_model_name(name: str) -> tuple[str, str | None]:

@@ -18,7 +18,7 @@ import numpy as np
 from layouts.kinds import Layout
 
 if TYPE_CHECKING:
-    from pipeline.build import BuildContext
+    from pipeline.features.context import BuildContext
 
 Scope = Literal["sentence", "pair"]
 

@@ -12,11 +12,11 @@ from featurestore.errors import PriorError
 from pipeline.features.options import accepted_names, check_options
 
 if TYPE_CHECKING:
-    from pipeline.build import BuildOptions
     from pipeline.features.base import Feature
+    from pipeline.features.context import FeatureOptions
 
 
-def _sdoi(options: BuildOptions) -> list[Feature]:
+def _sdoi(options: FeatureOptions) -> list[Feature]:
     from pipeline.features.sdoi import SdoiFeature
 
     sdoi_options = options.feature_options.get("sdoi", {})
@@ -24,7 +24,7 @@ def _sdoi(options: BuildOptions) -> list[Feature]:
     return [SdoiFeature(**sdoi_options)]
 
 
-def _wup(options: BuildOptions) -> list[Feature]:
+def _wup(options: FeatureOptions) -> list[Feature]:
     from pipeline.features.wup import WupFeature
 
     wup_options = options.feature_options.get("wup", {})
@@ -32,13 +32,13 @@ def _wup(options: BuildOptions) -> list[Feature]:
     return [WupFeature(**wup_options)]
 
 
-def _dep(options: BuildOptions) -> list[Feature]:
+def _dep(options: FeatureOptions) -> list[Feature]:
     from pipeline.features.dep import dep_feature_set
 
     return dep_feature_set(options.feature_options.get("dep", {}))
 
 
-def _emb(options: BuildOptions) -> list[Feature]:
+def _emb(options: FeatureOptions) -> list[Feature]:
     """Checks that an embedding file (or resource, or an entry to restore) is given and exists
     before any work starts; the file's content is checked when the build reads it, before
     anything is written."""
@@ -55,7 +55,7 @@ def _emb(options: BuildOptions) -> list[Feature]:
     return [EmbFeature(embeddings=options.embeddings, **emb_options)]
 
 
-FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
+FEATURE_SETS: dict[str, Callable[[FeatureOptions], list[Feature]]] = {
     "sdoi": _sdoi,
     "wup": _wup,
     "dep": _dep,
@@ -63,7 +63,7 @@ FEATURE_SETS: dict[str, Callable[[BuildOptions], list[Feature]]] = {
 }
 
 
-def register_feature_set(name: str, factory: Callable[[BuildOptions], list[Feature]]) -> None:
+def register_feature_set(name: str, factory: Callable[[FeatureOptions], list[Feature]]) -> None:
     """Make ``prior build --features NAME`` build ``factory(options)``'s features (what one line
     of :data:`FEATURE_SETS` does for the built-in ones). The factory receives the build's
     options; ``options.feature_options.get(NAME, {})`` holds the ``-o NAME.K=V`` values."""
@@ -72,7 +72,7 @@ def register_feature_set(name: str, factory: Callable[[BuildOptions], list[Featu
     FEATURE_SETS[name] = factory
 
 
-def plan_features(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[tuple[Feature, str]]:
+def plan_features(names: list[str] | tuple[str, ...], options: FeatureOptions) -> list[tuple[Feature, str]]:
     """The features to build for CLI names, in order, each entry once, with the CLI name of the
     feature set that makes each (``dep`` makes ``tfidf`` and ``dep``)."""
     out: list[tuple[Any, str]] = []
@@ -88,7 +88,7 @@ def plan_features(names: list[str] | tuple[str, ...], options: BuildOptions) -> 
     return out
 
 
-def features_for(names: list[str] | tuple[str, ...], options: BuildOptions) -> list[Feature]:
+def features_for(names: list[str] | tuple[str, ...], options: FeatureOptions) -> list[Feature]:
     """The features to build for CLI names, in order, each entry once."""
     return [feature for feature, _ in plan_features(names, options)]
 

@@ -1,0 +1,69 @@
+"""What a feature's ``prepare`` and ``restore`` receive from the build (`pipeline.build`
+makes it): the store, the dataset and its splits' pairs, the build's options and the parses.
+
+Its own module, below both the build and the features, so that the features can name it
+(and the options they read, `FeatureOptions`) without importing the build that imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from featurestore.store import Store
+from pipeline.parsers.base import Parse
+
+
+class FeatureOptions(Protocol):
+    """What feature factories (`pipeline.features.registry`) and features read of a build's
+    options; `pipeline.build.BuildOptions` is one. Named here, so that the features never
+    import the build."""
+
+    @property
+    def feature_options(self) -> dict[str, dict[str, Any]]:
+        """feature name → its ``-o NAME.K=V`` values"""
+
+    @property
+    def embeddings(self) -> Path | None:
+        """the embedding file of a first ``emb`` build"""
+
+    @property
+    def restore(self) -> dict[str, dict[str, Any]]:
+        """feature name → an entry's recorded params to restore instead of preparing them"""
+
+
+@dataclass
+class BuildContext:
+    """What a feature's ``prepare`` may use (in the driver, after parsing)."""
+
+    store: Store
+    dataset: str
+    options: FeatureOptions
+    parse: str
+    split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
+    _parses: Callable[[Sequence[str]], list[Parse]]
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.split_pairs)
+
+    def split_keys(self, split: str) -> list[str]:
+        """Unique sentence keys of a split of this dataset, in first-seen order."""
+        if split in self.split_pairs:
+            rows = self.split_pairs[split]
+        else:
+            df = self.store.pair_rows(self.dataset, split)
+            rows = list(zip(df["pair_key"], df["key_a"], df["key_b"]))
+        return list(dict.fromkeys(k for _, a, b in rows for k in (a, b)))
+
+    def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
+        return self._parses(sentence_keys)
+
+    def words(self, sentence_keys: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+        """(words, lemmas) of each sentence, in order: what comparing word forms needs, read
+        without building whole parses."""
+        df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"))
+        found = dict(zip(df["sent_key"].to_list(), zip(df["words"].to_list(), df["lemmas"].to_list())))
+        return [found[k] for k in sentence_keys]
