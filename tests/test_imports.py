@@ -36,8 +36,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 KNOWN_CIRCLES: list[frozenset[str]] = [
     # the store's two jobs: Store's query methods import selection, frame and scan lazily, which
     # name Store's types (and scan imports its private readers); removed by putting a segment
-    # layer under both
-    frozenset({"featurestore.store", "featurestore.scan", "featurestore.selection", "featurestore.frame"}),
+    # layer under both (missing, which names what a read lacks and the build that restores it,
+    # reads through Store and renders through selection: the same two jobs)
+    frozenset({"featurestore.store", "featurestore.scan", "featurestore.selection", "featurestore.frame",
+               "featurestore.missing"}),
     # startup's parser-spec check imports spacy_backend lazily (find_spacy_model, needs_torch) and
     # spacy_backend imports startup's import_spacy lazily; removed with the one parser-spec parser
     frozenset({"pipeline.startup", "pipeline.parsers.spacy_backend"}),
