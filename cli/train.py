@@ -63,6 +63,7 @@ def train(
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Model option key=value (e.g. alpha=0.5, learn_alpha=true), or FEATURE.K=V to pick the store entry (e.g. -o wup.preset=uerbert-code).")] = None,
     feature_param: FeatureParamOpt = None,
     entry: EntryOpt = None,
+    parser: Annotated[str | None, typer.Option(help="Models without a store feature (bert, cda): read the words of the parse this parser made (as given to `prior build --parser`; default: biaffine). A feature's entry decides its parse.")] = None,
     dep_view: Annotated[str, typer.Option(help="DAFA only: dep (M_F) or an ablation view, e.g. dep-no-tfidf, dep-no-subgraph, dep-no-trigram (see `prior show --help`).")] = "dep",
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
@@ -95,7 +96,7 @@ def train(
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=_options(plain),
                           feature_params={**params, **dotted} or None, feature_entry=entry,
-                          dep_view=dep_view, resume=resume, threads=threads, progress=progress)
+                          dep_view=dep_view, parser=parser, resume=resume, threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -36,13 +36,13 @@ from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from featurestore.names import name_problem
 from featurestore.progress import bars
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
+from featurestore.selection import DEFAULT_PARSER
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, startup, worker
 from pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARSER = "biaffine"  # the papers parse with Dozat & Manning's biaffine parser; "spacy" stays available
 DEFAULT_FEATURES = ("dep", "sdoi", "wup")  # every feature of the papers that needs no input file
 
 

@@ -93,6 +93,7 @@ class TrainConfig:
     feature_params: dict[str, Any] | None = None
     feature_entry: str | None = None  # a store entry key prefix (instead of feature_params)
     dep_view: str = "dep"  # DAFA: M_F, or an ablation view such as "dep-no-tfidf"
+    parser: str | None = None  # a model without a feature reads this --parser value's parse (default: the default parser's)
     resume: Path | None = None
     progress: bool = True
     threads: int | None = None
@@ -161,7 +162,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
                          f"reads {feature or 'no store feature'}")
     kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
           "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
-          "dep_view": cfg.dep_view}
+          "dep_view": cfg.dep_view, "parser": cfg.parser}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -520,7 +521,8 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
                       feature=meta["feature"],
-                      entries=trained.get("entries") or None, limit=limit, dep_view=meta.get("dep_view", "dep"))
+                      entries=trained.get("entries") or None, limit=limit, dep_view=meta.get("dep_view", "dep"),
+                      parse=None if meta["feature"] else trained.get("parse"))
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)
