@@ -14,6 +14,7 @@ from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from featurestore.errors import PriorError
 from pipeline.build import DEFAULT_FEATURES
 from pipeline.features.registry import FEATURE_SETS
+from pipeline.parsers.base import MAX_WORDS
 
 
 class ParseDevice(StrEnum):
@@ -44,6 +45,7 @@ def build_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Feature option FEATURE.NAME=VALUE, repeatable, e.g. -o dep.nu=0.25 -o wup.preset=uerbert-code (see docs/).")] = None,
+    max_words: Annotated[int, typer.Option(min=1, help="Longest sentence to parse, in words (or 20 characters a word); a longer one is reported with its file and row and its pair gets no features.")] = MAX_WORDS,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
     text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
     text_b: Annotated[str, typer.Option(help="For a file: column of the second sentence.")] = "sentence2",
@@ -63,6 +65,7 @@ def build_cmd(
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
                            feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
+                           max_words=max_words,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace,
                            storage_options=storage_options(storage_option))
@@ -87,8 +90,10 @@ def print_report(report) -> None:
                        f"{st.seconds:.2f}", rate)
     console.print(stages)
     for st in report.stages:
-        for failure in st.failures[:5]:
-            console.print(f"  {st.name} failed: {failure}")
+        for failure in st.failures[:5]:  # one line each: a file path and row stay whole
+            console.print(f"  {st.name} failed: {failure}", markup=False, soft_wrap=True)
+        if len(st.failures) > 5:
+            console.print(f"  {st.name}: {len(st.failures) - 5} more failure(s)", markup=False)
     for note in report.notes:
-        console.print(note, markup=False)
+        console.print(note, markup=False, soft_wrap=True)
     console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")

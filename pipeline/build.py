@@ -22,7 +22,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from featurestore.selection import DEFAULT_PARSER
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, startup, worker
-from pipeline.parsers.base import Parse
+from pipeline.parsers.base import MAX_WORDS, Parse, over_limit
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class BuildOptions:
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
     parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    max_words: int = MAX_WORDS  # a longer sentence is not parsed: counted, reported, its pair skipped
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -155,19 +156,25 @@ class BuildContext:
     parse: str
     split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
     _parses: Callable[[Sequence[str]], list[Parse]]
+    unparsed: set[str] = field(default_factory=set)  # sentences this build could not parse
 
     @property
     def splits(self) -> list[str]:
         return list(self.split_pairs)
 
     def split_keys(self, split: str) -> list[str]:
-        """Unique sentence keys of a split of this dataset, in first-seen order."""
+        """Unique sentence keys of a split of this dataset, in first-seen order, of the pairs
+        whose two sentences are parsed (a pair with a sentence too long or impossible to parse
+        is skipped for every feature)."""
         if split in self.split_pairs:
             rows = self.split_pairs[split]
+            skip = self.unparsed
         else:
             df = self.store.pair_rows(self.dataset, split)
             rows = list(zip(df["pair_key"], df["key_a"], df["key_b"]))
-        return list(dict.fromkeys(k for _, a, b in rows for k in (a, b)))
+            parsed = self.store.parsed_keys(self.parse)
+            skip = {k for _, a, b in rows for k in (a, b) if k not in parsed}
+        return list(dict.fromkeys(k for _, a, b in rows if a not in skip and b not in skip for k in (a, b)))
 
     def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
         return self._parses(sentence_keys)
@@ -535,6 +542,7 @@ def build(options: BuildOptions) -> BuildReport:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
+            ctx.unparsed = failed
             usable = keys - failed
             items: dict[str, list[Any]] = {"sentence": sorted(usable),
                      "pair": sorted({t for triples in split_pairs.values() for t in triples
@@ -599,7 +607,7 @@ def _count(stage: StageReport, result: dict[str, Any], label: str) -> int:
     stage.computed += result["done"]
     stage.reused += result["skipped"]
     stage.failed += len(result["failures"])
-    stage.failures += [f"{label} {k}: {msg}" for k, msg in result["failures"]]
+    stage.failures += [f"{label} {k}: {msg}".lstrip() for k, msg in result["failures"]]
     return result["done"] + len(result["failures"]) + result["skipped"]
 
 
@@ -617,12 +625,25 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     if any(k not in texts for k in todo):  # sentences of splits taken from the store
         stored = store.sentences()
         texts = {**dict(zip(stored["sent_key"].to_list(), stored["text"].to_list())), **texts}
-    bar = progress.add_task("parse", total=len(todo), info="") if todo else None
     failed: set[str] = set()
+    too_long = {k: n for k in todo if (n := over_limit(texts[k], options.max_words)) is not None}
+    if too_long:
+        todo = [k for k in todo if k not in too_long]
+        failed.update(too_long)
+        stage.failed += len(too_long)
+        where = _sentence_rows(store, report, too_long)
+        stage.failures += [f"{where[k]}: {n} words, over the {options.max_words}-word limit (--max-words)"
+                           for k, n in too_long.items()]
+        report.notes.append(f"{len(too_long)} sentence(s) over the {options.max_words}-word limit were not parsed; "
+                            "their pairs get no features (raise the limit with --max-words)")
+    bar = progress.add_task("parse", total=len(todo), info="") if todo else None
 
     def done(result: dict[str, Any]) -> None:
         failed.update(k for k, _ in result["failures"])
-        settled = _count(stage, result, "sentence")
+        if result["failures"]:
+            where = _sentence_rows(store, report, [k for k, _ in result["failures"]])
+            result = {**result, "failures": [(where[k], msg) for k, msg in result["failures"]]}
+        settled = _count(stage, result, "")
         if bar is not None:
             progress.advance(bar, settled)
 
@@ -635,6 +656,22 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     report.stages.append(stage)
     store.refresh()
     return failed
+
+
+def _sentence_rows(store: Store, report: BuildReport, keys: Iterable[str]) -> dict[str, str]:
+    """Where each sentence of ``keys`` was read: ``dataset/split FILE row N (sentence KEY)``,
+    from the first row of this build's splits that holds it."""
+    wanted = set(keys)
+    where: dict[str, str] = {}
+    for s in report.splits:
+        if not wanted - where.keys():
+            break
+        rows = store.pair_rows(report.dataset, s.split)
+        for row, a, b in zip(rows["row"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list()):
+            for k, side in ((a, "text_a"), (b, "text_b")):
+                if k in wanted and k not in where:
+                    where[k] = f"{report.dataset}/{s.split} {s.location} row {row} {side} (sentence {k[:12]})"
+    return {k: where.get(k, f"sentence {k}") for k in wanted}
 
 
 def _context(store: Store, report: BuildReport, options: BuildOptions,
