@@ -45,6 +45,7 @@ def build_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Feature option FEATURE.NAME=VALUE, repeatable, e.g. -o dep.nu=0.25 -o wup.preset=uerbert-code (see docs/).")] = None,
+    hub: Annotated[bool, typer.Option("--hub", help="Read every split the Hugging Face hub has that no local file holds (needs the `datasets` library and network). Without it the hub is tried only for a split named with --split.")] = False,
     max_words: Annotated[int, typer.Option(min=1, help="Longest sentence to parse, in words (or 20 characters a word); a longer one is reported with its file and row and its pair gets no features.")] = MAX_WORDS,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
     text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
@@ -65,7 +66,7 @@ def build_cmd(
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
                            feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
-                           max_words=max_words,
+                           max_words=max_words, hub=hub,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace,
                            storage_options=storage_options(storage_option))

@@ -67,6 +67,9 @@ class BuildOptions:
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
     parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    # the Hugging Face hub may give every split the dataset has there, not only those named in
+    # ``splits`` (a named split is always looked up there when no local file has it)
+    hub: bool = False
     max_words: int = MAX_WORDS  # a longer sentence is not parsed: counted, reported, its pair skipped
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
@@ -363,7 +366,7 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
 
     stage = StageReport("read")
     t0 = time.perf_counter()
-    splits = options.splits or default_splits(options.dataset, options.data_dir)
+    splits = options.splits or default_splits(options.dataset, options.data_dir, hub=options.hub)
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     for split in splits:
@@ -382,7 +385,7 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
             stage.failed += sum(meta.get("skipped", {}).values())
             continue
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
-                          **options.read_kwargs())
+                          hub=options.hub or options.splits is not None, **options.read_kwargs())
         name = options.name or data.dataset
         if problem := name_problem(name):
             raise DataError(f"dataset name {name!r} (from {'--name' if options.name else data.location}) "
@@ -489,9 +492,9 @@ def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str
     return set(store.pair_rows(dataset, split)["row"].to_list())
 
 
-def default_splits(dataset: str, data_dir: Path | None = None) -> tuple[str, ...]:
-    """Every split of a named dataset that can be read now (locally or from the hub); a file
-    given by path is one split called "all"."""
+def default_splits(dataset: str, data_dir: Path | None = None, *, hub: bool = False) -> tuple[str, ...]:
+    """Every split of a named dataset that can be read now from a local file (and, with
+    ``hub``, from the Hugging Face hub); a file given by path is one split called "all"."""
     from pipeline.datasets import SPECS, list_datasets
 
     if dataset.lower() not in SPECS and Path(dataset).expanduser().is_file():
@@ -499,11 +502,13 @@ def default_splits(dataset: str, data_dir: Path | None = None) -> tuple[str, ...
     if dataset.lower() not in SPECS:
         raise PriorError(f"unknown dataset {dataset!r} and no such file; known datasets: {', '.join(sorted(SPECS))}")
     info = next(i for i in list_datasets(data_dir=data_dir) if i.name == SPECS[dataset.lower()].name)
-    found = tuple(s.split for s in info.splits if s.origin is not None)
+    found = tuple(s.split for s in info.splits if s.origin is not None and (hub or s.origin != "hub"))
     if not found:
-        raise NotFoundError(f"no split of {info.name} can be read here: " +
+        raise NotFoundError(f"no split of {info.name} has a local file here: " +
                             "; ".join(f"{s.split}: {s.location}" for s in info.splits) +
-                            ". Set PRIOR_DATA_DIR or pass --data-dir, or give a file path.")
+                            f". Pass --data-dir DIR (or set PRIOR_DATA_DIR) to a directory holding a "
+                            f"{SPECS[dataset.lower()].folders[0]}/ folder, give a file as --dataset FILE, "
+                            "or download the splits from the Hugging Face hub with --hub")
     return found
 
 
