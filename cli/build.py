@@ -32,7 +32,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 @friendly_errors
 def build_cmd(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.")] = "snli",
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.", show_default=False)] = None,
     features: Annotated[str, typer.Option(help=f"Comma-separated features: {', '.join(FEATURE_SETS)}.")] = ",".join(DEFAULT_FEATURES),
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
     store: StoreOpt = None,
@@ -59,6 +59,11 @@ def build_cmd(
     from pipeline.build import DEFAULT_PARSER, BuildOptions, build
     from pipeline.features.options import parse_feature_options
 
+    if dataset is None:
+        from pipeline.datasets import SPECS
+
+        raise PriorError(f"--dataset is required: a dataset name ({', '.join(sorted(SPECS))}; see `prior datasets`) "
+                         "or a file path")
     feats = _csv(features)
     if not feats:
         raise PriorError(f"--features is empty; name at least one of {', '.join(FEATURE_SETS)}")

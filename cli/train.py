@@ -90,11 +90,18 @@ def train(
         params = read_params(feature_param, None, []) or {}
         if twice := sorted(set(params) & set(dotted)):
             raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
+        model_options = _options(plain)
+        known = MODEL_CLASSES[name].default_options
+        if unknown := sorted(set(model_options) - set(known)):
+            feature_hint = f", or {feature}.K=V to pick its store entry" if feature else ""
+            raise PriorError(f"model {name!r} has no option(s) {', '.join(unknown)}; -o takes "
+                             + (", ".join(f"{k}=…" for k in sorted(known)) if known else "no model option here")
+                             + feature_hint)
         out = output or default_output(model, dataset, seed)
         cfg = TrainConfig(model=model, dataset=dataset, store=store, output=out,
                           backbone=backbone, overrides=overrides, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
-                          eval_splits=tuple(eval_split or ()), model_options=_options(plain),
+                          eval_splits=tuple(eval_split or ()), model_options=model_options,
                           feature_params={**params, **dotted} or None, feature_entry=entry,
                           dep_view=dep_view, parser=parser, resume=resume, threads=threads, progress=progress)
         summary = run_train(cfg)

@@ -24,8 +24,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -380,12 +382,27 @@ class Store:
         """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
         segs = self.split_segments(dataset, split)
         if not segs:
-            known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
-            raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
-                                f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
+            raise NotFoundError(self._missing_split(dataset, split))
         frames = [_frame(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
+
+    def _missing_split(self, dataset: str, split: str) -> str:
+        """Why ``dataset/split`` has no pairs, and what works instead: the build line that adds
+        the split of a dataset read by name (replayed from its other splits' records), the
+        split a file was read as, or the datasets present."""
+        known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
+        message = f"{self.location} has no pairs of {dataset}/{split} (present: {known})"
+        others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
+        if not others:
+            return message + f"; no split of {dataset!r} is here: build it first with `prior build --dataset` and its name or file"
+        args = [str(a) for a in others[-1].meta.get("build_args") or ["--dataset", dataset]]
+        source = args[args.index("--dataset") + 1] if "--dataset" in args[:-1] else dataset
+        if "/" in source or "\\" in source or Path(source).suffix:  # a file: read as one split
+            held = sorted({s.target["split"] for s in others})
+            return message + f"; {dataset} was read from the file {source}, whose split is {', '.join(held)}"
+        return message + "; add it with: " + shlex.join(["prior", "build", *args, "--split", split,
+                                                        "--store", self.location])
 
     def pairs(self, dataset: str, split: str) -> pl.DataFrame:
         """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b."""

@@ -359,8 +359,11 @@ def _start(cfg: TrainConfig) -> _Run:
         source = splits.train.source
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
-        model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
-                                      label_names=splits.train.label_names)
+        try:
+            model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
+                                          label_names=splits.train.label_names)
+        except ValueError as exc:  # an option value the model refuses (-o pool=max)
+            raise PriorError(f"{model_name}: {exc} (model options: {cfg.model_options or 'none given'})") from None
     _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
