@@ -89,6 +89,11 @@ def print_report(report) -> None:
     for s in report.splits:
         for example in s.skip_examples:
             console.print(f"  skipped: {example}")
+    for s in report.splits:
+        if s.labels:  # a file's classes as written: a typo shows as a class of its own
+            classes = ", ".join(f"{label!r} {n}" for label, n in s.labels.items())
+            console.print(f"labels of {report.dataset}/{s.split}: {len(s.labels)} classes: {classes}",
+                          markup=False, soft_wrap=True)
     stages = Table("stage", "items", "computed", "reused", "failed", "seconds", "items/s", box=None)
     for st in report.stages:
         rate = f"{st.computed / st.seconds:.0f}" if st.seconds > 0 and st.computed else "-"

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,7 @@ class SplitReport:
     new_rows: int
     skipped: dict[str, int]
     skip_examples: list[str]
+    labels: dict[str, int] = field(default_factory=dict)  # a file's classes and their counts
 
 
 @dataclass
@@ -500,7 +502,8 @@ def default_splits(dataset: str, data_dir: Path | None = None, *, hub: bool = Fa
     if dataset.lower() not in SPECS and Path(dataset).expanduser().is_file():
         return ("all",)
     if dataset.lower() not in SPECS:
-        raise PriorError(f"unknown dataset {dataset!r} and no such file; known datasets: {', '.join(sorted(SPECS))}")
+        raise PriorError(f"unknown dataset {dataset!r} and no such file; known datasets: {', '.join(sorted(SPECS))}; "
+                         "or give a file's path as --dataset FILE with its columns: --text-a COL --text-b COL --label COL")
     info = next(i for i in list_datasets(data_dir=data_dir) if i.name == SPECS[dataset.lower()].name)
     found = tuple(s.split for s in info.splits if s.origin is not None and (hub or s.origin != "hub"))
     if not found:
@@ -569,9 +572,25 @@ def build(options: BuildOptions) -> BuildReport:
             lease.release()  # after the workers stopped: then its uncommitted folders are garbage
             PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
+    _label_counts(store, options, report)
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> None:
+    """The classes of a file read by path and how many pairs each has, per split: a file's
+    labels are taken as they are written, so a typo makes a class of its own and shows here."""
+    from pipeline.datasets import SPECS
+
+    if options.dataset.lower() in SPECS or options.read_kwargs().get("label") is None:
+        return
+    for s in report.splits:
+        segs = store.split_segments(report.dataset, s.split)
+        if not segs or segs[-1].meta.get("label_kind", "class") != "class":
+            continue
+        labels = store.pair_rows(report.dataset, s.split)["label"].drop_nulls().to_list()
+        s.labels = dict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _check_store_shared(store: Store, options: BuildOptions) -> None:

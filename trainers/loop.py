@@ -553,6 +553,8 @@ def check_train_split(store: Store, dataset: str | None, split: str = "train") -
     present = store.datasets()
     if dataset is not None and (dataset, split) in present:
         return dataset
+    if dataset is not None and any(d == dataset for d, _ in present):
+        raise PriorError(store.missing_split(dataset, split))
     have = sorted({d for d, s in present if s == split})
     listed = ", ".join(have) if have else f"none (build one with `prior build --dataset NAME --store {store.location}`)"
     if dataset is None:
