@@ -127,7 +127,7 @@ def _check_usable(store: Store, report: Any, file: Path) -> None:
     rows = store.pair_rows(report.dataset, split.split)
     parsed = store.parsed_keys(report.parse)
     if not any(a in parsed and b in parsed for a, b in zip(rows["key_a"].to_list(), rows["key_b"].to_list())):
-        failures = next((st.failures for st in report.stages if st.name == "parse" and st.failures), [])
+        failures: list[str] = next((st.failures for st in report.stages if st.name == "parse" and st.failures), [])
         # a failure reads "DATASET/SPLIT FILE row N …: why": the input's store name and the
         # build's flag mean nothing to a predict user
         example = failures[0].split(" ", 1)[-1].replace(" (--max-words)", "") if failures else ""
