@@ -362,9 +362,15 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
         candidates = [p for p, spec in recorded.items() if _made_by(spec, parser)]
         asked = f"parse of parser {parser}" + (" (the default; pick another with --parser)"
                                                if parser == DEFAULT_PARSER else "")
-    held = {p: store.parsed_keys(p) for p in recorded}
-    lacking = {p: sum(1 for k in wanted if k not in held[p]) for p in recorded}
-    complete = [p for p in candidates if lacking[p] == 0]
+    lacking: dict[str, int] = {}
+
+    def lacks(p: str) -> int:  # the other parses are read only for the error message
+        if p not in lacking:
+            held = store.parsed_keys(p)
+            lacking[p] = sum(1 for k in wanted if k not in held)
+        return lacking[p]
+
+    complete = [p for p in candidates if lacks(p) == 0]
     where = f"{dataset}/{split}" if dataset and split else "the sentences read"
     if len(complete) == 1:
         return complete[0]
@@ -372,7 +378,7 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
         raise ParseSelectionError(f"{store.location} has {len(complete)} parses that are {asked} and hold {where}; "
                                   f"pick one with --parse:\n{describe_parses(complete, recorded)}")
     if candidates:
-        best = min(candidates, key=lambda p: lacking[p])
+        best = min(candidates, key=lacks)
         message = (f"{lacking[best]} of the {len(wanted)} sentences of {where} are not in the {asked}, "
                    f"{best[:12]}")
     else:
@@ -382,7 +388,7 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
         command = build_command(store, dataset=dataset, split=split, feature_args=["--features", "sdoi"],
                                 parser=spec)
         message += f"; parse them with\n  {command}"
-    others = [p for p in recorded if p not in candidates and lacking[p] == 0]
+    others = [p for p in recorded if p not in candidates and lacks(p) == 0]
     if others:
         message += f"\nor read a parse that holds {where}:\n{describe_parses(others, recorded)}"
     raise ParseSelectionError(message)

@@ -132,7 +132,7 @@ def get_spec(name: str) -> DatasetSpec:
     """The spec of a named dataset; NotFoundError listing the known names otherwise."""
     spec = SPECS.get(name.lower()) if isinstance(name, str) else None
     if spec is None:
-        raise NotFoundError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(SPECS))}. "
+        raise NotFoundError(f"unknown dataset {name!r}; known datasets: {sorted(SPECS)}. "
                             "For any other CSV/TSV/JSONL/Parquet file give its path as --dataset FILE "
                             "with its columns: --text-a COL --text-b COL --label COL")
     return spec
