@@ -17,13 +17,16 @@ and the store. The storage options are resolved once, here, and handed to every 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import math
+import signal
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +205,22 @@ PARSE_COST_PER_SENTENCE = 23
 Job = tuple[Callable[..., dict[str, Any]], tuple[Any, ...], Callable[[dict[str, Any]], None]]
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (they inherit it): Ctrl-C in a terminal
+    reaches the whole process group, and the workers' own tracebacks would bury the build's
+    one-line "interrupted" (the build stops them itself). The build's process ignores it only
+    while the workers start."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
@@ -226,7 +245,7 @@ class _Runner:
             scratch.mkdir(parents=True, exist_ok=True)
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
             # The workers live for this build only: their start-up is tuned (pipeline/startup.py).
-            with dask.config.set(startup.local_cluster_config()):
+            with dask.config.set(startup.local_cluster_config()), _workers_ignore_ctrl_c():
                 self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR,

@@ -113,16 +113,17 @@ def _committed(store: Path, kind: str) -> int:
 
 def test_issue28_ctrl_c_during_a_build_is_one_line_and_the_store_stays_intact(tmp_path: Path) -> None:
     store = tmp_path / "s"
+    # Ctrl-C in a terminal: SIGINT to the whole process group, Dask's worker processes included
     cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
-           "--parser", "spacy", "--limit", "60", "--workers", "0", "--partition-size", "6", "--store", str(store)]
+           "--parser", "spacy", "--limit", "60", "--workers", "2", "--partition-size", "6", "--store", str(store)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PRIOR_NO_PROGRESS="1"),
+                            env=dict(os.environ, PRIOR_NO_PROGRESS="1"), start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while _committed(store, "parses") < 1 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines() == ["interrupted; rerun to continue (the store keeps what was committed)"], err

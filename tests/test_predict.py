@@ -222,7 +222,7 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
     run("build", "--dataset", "stsb", "--split", "train,dev", "--features", "sdoi", "--limit", 8, "--workers", 0,
         "--parser", "spacy", "--store", store)
     run("train", "bert", "--backbone", tiny_mini_backbone(tmp_path / "backbone"), "--dataset", "stsb",
-        "--store", store, "--output", out, "--epochs", 1, "--batch-size", 8, "--max-length", 64, "--no-progress")
+        "--parser", "spacy", "--store", store, "--output", out, "--epochs", 1, "--batch-size", 8, "--max-length", 64, "--no-progress")
     outputs, data, _ = checkpoint_outputs(out, "stsb", "dev", store=str(store))
     expected = dict(zip(data.pair_keys.tolist(), outputs[:, 0].tolist()))
     from featurestore import open_store
