@@ -14,6 +14,7 @@ from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from featurestore.errors import PriorError
 from pipeline.build import DEFAULT_FEATURES
 from pipeline.features.registry import FEATURE_SETS
+from pipeline.parsers.base import MAX_WORDS
 
 
 class ParseDevice(StrEnum):
@@ -31,7 +32,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 @friendly_errors
 def build_cmd(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.")] = "snli",
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name (see `prior datasets`) or a file path.", show_default=False)] = None,
     features: Annotated[str, typer.Option(help=f"Comma-separated features: {', '.join(FEATURE_SETS)}.")] = ",".join(DEFAULT_FEATURES),
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
     store: StoreOpt = None,
@@ -44,6 +45,8 @@ def build_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Where full dataset copies live (default $PRIOR_DATA_DIR).")] = None,
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Feature option FEATURE.NAME=VALUE, repeatable, e.g. -o dep.nu=0.25 -o wup.preset=uerbert-code (see docs/).")] = None,
+    hub: Annotated[bool, typer.Option("--hub", help="Read every split the Hugging Face hub has that no local file holds (needs the `datasets` library and network). Without it the hub is tried only for a split named with --split.")] = False,
+    max_words: Annotated[int, typer.Option(min=1, help="Longest sentence to parse, in words (or 20 characters a word); a longer one is reported with its file and row and its pair gets no features.")] = MAX_WORDS,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
     text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
     text_b: Annotated[str, typer.Option(help="For a file: column of the second sentence.")] = "sentence2",
@@ -56,6 +59,11 @@ def build_cmd(
     from pipeline.build import DEFAULT_PARSER, BuildOptions, build
     from pipeline.features.options import parse_feature_options
 
+    if dataset is None:
+        from pipeline.datasets import SPECS
+
+        raise PriorError(f"--dataset is required: a dataset name ({', '.join(sorted(SPECS))}; see `prior datasets`) "
+                         "or a file path")
     feats = _csv(features)
     if not feats:
         raise PriorError(f"--features is empty; name at least one of {', '.join(FEATURE_SETS)}")
@@ -63,6 +71,7 @@ def build_cmd(
                            parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
                            data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
                            feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
+                           max_words=max_words, hub=hub,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace,
                            storage_options=storage_options(storage_option))
@@ -80,6 +89,11 @@ def print_report(report) -> None:
     for s in report.splits:
         for example in s.skip_examples:
             console.print(f"  skipped: {example}")
+    for s in report.splits:
+        if s.labels:  # a file's classes as written: a typo shows as a class of its own
+            classes = ", ".join(f"{label!r} {n}" for label, n in s.labels.items())
+            console.print(f"labels of {report.dataset}/{s.split}: {len(s.labels)} classes: {classes}",
+                          markup=False, soft_wrap=True)
     stages = Table("stage", "items", "computed", "reused", "failed", "seconds", "items/s", box=None)
     for st in report.stages:
         rate = f"{st.computed / st.seconds:.0f}" if st.seconds > 0 and st.computed else "-"
@@ -87,8 +101,10 @@ def print_report(report) -> None:
                        f"{st.seconds:.2f}", rate)
     console.print(stages)
     for st in report.stages:
-        for failure in st.failures[:5]:
-            console.print(f"  {st.name} failed: {failure}")
+        for failure in st.failures[:5]:  # one line each: a file path and row stay whole
+            console.print(f"  {st.name} failed: {failure}", markup=False, soft_wrap=True)
+        if len(st.failures) > 5:
+            console.print(f"  {st.name}: {len(st.failures) - 5} more failure(s)", markup=False)
     for note in report.notes:
-        console.print(note, markup=False)
+        console.print(note, markup=False, soft_wrap=True)
     console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")

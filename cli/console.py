@@ -16,6 +16,9 @@ err_console = Console(stderr=True, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What to tell after Ctrl-C, by command function (default: nothing was left half-written)
+INTERRUPTED = {"build_cmd": "rerun to continue (the store keeps what was committed)"}
+
 
 def plain_flags_in_help() -> None:
     """Show boolean flags as ``--flag/--no-flag`` without a ``<bool>`` type label: Typer's
@@ -53,5 +56,9 @@ def friendly_errors(fn: F) -> F:
             err_console.print("[bold red]error:[/] ", end="")
             err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (a store commits atomically)
+            err_console.print(f"interrupted; {INTERRUPTED.get(fn.__name__, 'nothing was left half-written')}",
+                              markup=False, highlight=False)
+            raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]

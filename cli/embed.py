@@ -28,7 +28,8 @@ def train_cmd(
     store: StoreOpt = None,
     storage_option: StorageOptionOpt = None,
     dataset: Annotated[list[str] | None, typer.Option(help="Train on these datasets' sentences only (repeatable; default all parsed sentences).")] = None,
-    parse: Annotated[str | None, typer.Option(help="Parse id to use (default: the store's most recent).")] = None,
+    parser: Annotated[str | None, typer.Option(help="Read the parse this parser made (as given to `prior build --parser`; default: biaffine, the default parser's).")] = None,
+    parse: Annotated[str | None, typer.Option(help="Read this parse (an id prefix, as `prior store info` lists) instead of --parser's.")] = None,
     dim: Annotated[int, typer.Option(min=1)] = 300,
     negative: Annotated[int, typer.Option(min=1, help="Negative samples per pair.")] = 15,
     epochs: Annotated[int, typer.Option(min=1)] = 10,
@@ -49,9 +50,11 @@ def train_cmd(
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     with stage_bars() as progress:
         made = train_dependency_embeddings(
-            opened, out, settings=settings, parse=parse, datasets=dataset,
+            opened, out, settings=settings, parse=parse, parser=parser, datasets=dataset,
             lowercase=not keep_case, collapse_prep=not no_collapse_prep, progress=progress)
     r = made.record
+    console.print(f"read parse {r['parse'][:12]} (parser {r['parser'] or 'not recorded'}): {r['sentences']} sentences",
+                  markup=False)
     console.print(f"{r['words']} words × {r['dim']} from {r['sentences']} sentences "
                   f"({r['pairs']} pairs) in {r['seconds']} s → {made.path}; store resource {made.resource}")
 

@@ -72,6 +72,7 @@ def train(
     entry: EntryOpt = None,
     view: ViewOpt = None,
     dep_view: DepViewOpt = None,
+    parser: Annotated[str | None, typer.Option(help="Models without a store feature (bert, cda): read the words of the parse this parser made (as given to `prior build --parser`; default: biaffine). A feature's entry decides its parse.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -97,13 +98,20 @@ def train(
         params = read_params(feature_param, None, []) or {}
         if twice := sorted(set(params) & set(dotted)):
             raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
+        model_options = _options(plain)
+        known = MODEL_CLASSES[name].default_options
+        if unknown := sorted(set(model_options) - set(known)):
+            feature_hint = f", or {feature}.K=V to pick its store entry" if feature else ""
+            raise PriorError(f"model {name!r} has no option(s) {', '.join(unknown)}; -o takes "
+                             + (", ".join(f"{k}=…" for k in sorted(known)) if known else "no model option here")
+                             + feature_hint)
         out = output or default_output(model, dataset, seed)
         cfg = TrainConfig(model=model, dataset=dataset, store=store, output=out,
                           backbone=backbone, overrides=overrides, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
-                          eval_splits=tuple(eval_split or ()), model_options=_options(plain),
+                          eval_splits=tuple(eval_split or ()), model_options=model_options,
                           feature_params={**params, **dotted} or None, feature_entry=entry,
-                          view=view, dep_view=dep_view, storage_options=options, resume=resume,
+                          view=view, dep_view=dep_view, parser=parser, storage_options=options, resume=resume,
                           threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:

@@ -145,7 +145,8 @@ class SplitScan:
         self.rows = coverage.rows(dataset, split)
         parses = store.segments("parses")
         if not parses:
-            raise NotFoundError(f"{store.location} holds no parses yet; run `prior build`")
+            raise NotFoundError(f"{store.location} holds no parses yet; build a dataset into it with "
+                                f"`prior build --dataset` (a name from `prior datasets`, or a file)")
         self.parse = self.entries[0].parse or parses[-1].target["parse"]
         self.parse_segments = [s for s in parses if s.target["parse"] == self.parse]
         if not self.parse_segments:

@@ -19,6 +19,14 @@ holds some but not all of them is an error naming how many are missing and the `
 line that adds them, replayed from what the store recorded of the builds that made the
 entry, the split's pairs and the parse. Several complete candidates are an error that lists
 each with what distinguishes it and the flag that picks it.
+
+Parses are selected the same way (:func:`select_parse`). A read of a feature uses the parse
+its entry was computed from. A read without a feature (the ``bert`` and ``cda`` models,
+``prior embed train``) uses the parse of the parser it names (``--parser``), by default the
+parse of the default parser (``biaffine``), and a checkpoint's read the parse it recorded;
+never "the latest parse". The chosen parse must hold every sentence read, otherwise the error
+names how many are missing, the ``prior build`` line that parses them and the parses present
+that do hold them, with the ``--parser`` value that picks each.
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ if TYPE_CHECKING:
     import polars as pl
 
     from featurestore.store import EntryInfo, Store
+
+
+# The parser a build uses and a read without a feature reads the parse of, unless told otherwise
+# (the papers parse with Dozat & Manning's biaffine parser; "spacy" stays available).
+DEFAULT_PARSER = "biaffine"
 
 
 class EntrySelectionError(NotFoundError):
@@ -134,10 +147,10 @@ class Coverage:
 
 # --------------------------------------------------------------------------- the build line
 def build_command(store: Store, *, dataset: str | None, split: str | None,
-                  feature_args: Sequence[str], parse: str | None = None) -> str:
+                  feature_args: Sequence[str], parse: str | None = None, parser: str | None = None) -> str:
     """The ``prior build`` line that adds a feature's items for a split, from what the store
     recorded: the split's dataset arguments (a file path, ``--name``, columns), the entry's
-    feature arguments and the parse's parser."""
+    feature arguments and the parse's parser (``parser``: this ``--parser`` value instead)."""
     args = ["prior", "build"]
     if dataset is not None:
         recorded = pairs_build_args(store, dataset, split)
@@ -145,7 +158,7 @@ def build_command(store: Store, *, dataset: str | None, split: str | None,
         if split is not None:
             args += ["--split", split]
     args += list(feature_args)
-    parser = parser_spec(store, parse)
+    parser = parser or parser_spec(store, parse)
     if parser:
         args += ["--parser", parser]
     args += ["--store", store.location]
@@ -313,3 +326,107 @@ def split_params(names: Sequence[str], params: Mapping[str, Any] | None,
     out = [{k: v for k, v in params.items() if k in known[n]} for n in names]
     out[0].update({k: v for k, v in params.items() if not any(k in known[n] for n in names)})
     return out
+
+
+# --------------------------------------------------------------------------- parses
+class ParseSelectionError(NotFoundError):
+    """No single parse holds the sentences a read without a feature needs."""
+
+
+def recorded_parsers(store: Store) -> dict[str, str | None]:
+    """Parse id → the ``--parser`` value that made it (None where the store does not say: the
+    default parser's, as `parser_spec` reads it), in the order the parses were first written."""
+    out: dict[str, str | None] = {}
+    for seg in store.segments("parses"):
+        target = seg.target
+        spec = target.get("spec") or ("spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None)
+        if target["parse"] not in out or spec:
+            out[target["parse"]] = None if spec is None else str(spec)
+    return out
+
+
+def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None, parser: str | None = None,
+                 dataset: str | None = None, split: str | None = None) -> str:
+    """The parse a read of the sentences ``keys`` (of ``dataset``/``split``, for messages)
+    uses when no feature entry decides it: ``parse`` (an id or a prefix: what a checkpoint
+    recorded), else the parse whose recorded ``--parser`` value is ``parser`` (default
+    :data:`DEFAULT_PARSER`). Exactly one such parse must hold every key; the error otherwise
+    names the missing count, the build line that parses them and the parses that hold them."""
+    recorded = recorded_parsers(store)
+    wanted = list(dict.fromkeys(keys))
+    if parse is not None:
+        candidates = [p for p in recorded if p.startswith(parse)]
+        asked = f"parse {parse[:12]}"
+    else:
+        parser = parser or DEFAULT_PARSER
+        candidates = [p for p, spec in recorded.items() if _made_by(spec, parser)]
+        asked = f"parse of parser {parser}" + (" (the default; pick another with --parser)"
+                                               if parser == DEFAULT_PARSER else "")
+    lacking: dict[str, int] = {}
+
+    def lacks(p: str) -> int:  # the other parses are read only for the error message
+        if p not in lacking:
+            held = store.parsed_keys(p)
+            lacking[p] = sum(1 for k in wanted if k not in held)
+        return lacking[p]
+
+    complete = [p for p in candidates if lacks(p) == 0]
+    where = f"{dataset}/{split}" if dataset and split else "the sentences read"
+    if len(complete) == 1:
+        return complete[0]
+    if len(complete) > 1:
+        raise ParseSelectionError(f"{store.location} has {len(complete)} parses that are {asked} and hold {where}; "
+                                  f"pick one with --parse:\n{describe_parses(complete, recorded)}")
+    if candidates:
+        best = min(candidates, key=lacks)
+        message = (f"{lacking[best]} of the {len(wanted)} sentences of {where} are not in the {asked}, "
+                   f"{best[:12]}")
+    else:
+        message = f"{store.location} holds no {asked}"
+    spec = recorded.get(candidates[0]) if candidates else parser
+    if spec is not None:
+        command = build_command(store, dataset=dataset, split=split, feature_args=["--features", "sdoi"],
+                                parser=spec)
+        message += f"; parse them with\n  {command}"
+    others = [p for p in recorded if p not in candidates and lacks(p) == 0]
+    if others:
+        message += f"\nor read a parse that holds {where}:\n{describe_parses(others, recorded)}"
+    raise ParseSelectionError(message)
+
+
+def _made_by(recorded: str | None, parser: str) -> bool:
+    """A parse recorded with ``recorded`` was made by ``parser``; a parse that records no
+    parser (written before parsers were recorded, or by hand) counts as the default parser's,
+    as `parser_spec` reads it."""
+    return recorded == parser or (recorded is None and parser == DEFAULT_PARSER)
+
+
+def parse_of(store: Store, *, parse: str | None = None, parser: str | None = None) -> str:
+    """The one parse ``parse`` (an id prefix) names, else the one made with ``parser`` (a
+    ``--parser`` value; default :data:`DEFAULT_PARSER`), whatever sentences it holds: what a
+    read of every parsed sentence uses (``prior embed train``)."""
+    recorded = recorded_parsers(store)
+    if parse is not None:
+        found = [p for p in recorded if p.startswith(parse)]
+        asked = f"parse {parse}"
+    else:
+        parser = parser or DEFAULT_PARSER
+        found = [p for p, spec in recorded.items() if _made_by(spec, parser)]
+        asked = f"parse of parser {parser}"
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ParseSelectionError(f"{store.location} has {len(found)} parses matching {asked}; pick one "
+                                  f"with --parse:\n{describe_parses(found, recorded)}")
+    held = f"; parses present:\n{describe_parses(list(recorded), recorded)}" if recorded else " (it holds no parse)"
+    raise ParseSelectionError(f"{store.location} holds no {asked}{held}")
+
+
+def describe_parses(parses: Sequence[str], recorded: Mapping[str, str | None]) -> str:
+    """One line per parse: id prefix, parser, and the flag that picks it."""
+    lines = []
+    for p in parses:
+        spec = recorded.get(p)
+        pick = f"--parser {shlex.quote(spec)}" if spec else f"--parse {p[:12]}"
+        lines.append(f"  {p[:12]}  parser {spec or '(not recorded)'}  → {pick}")
+    return "\n".join(lines)

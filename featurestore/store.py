@@ -25,6 +25,7 @@ import io
 import itertools
 import json
 import os
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -286,8 +287,10 @@ class Store:
             if not create:
                 if started:
                     raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
-                                     f"was interrupted; rerun `prior build --store {self.location}` to continue it")
-                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build`")
+                                     f"was interrupted; rerun `prior build` with that build's --dataset and "
+                                     f"--store {self.location} to continue it")
+                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build --dataset` (a name "
+                                    f"from `prior datasets`, or a file) `--store {self.location}`")
             self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
             self.fs.makedirs("catalog")
             self.fs.makedirs(SEGMENTS)
@@ -381,9 +384,7 @@ class Store:
         """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
         segs = self.split_segments(dataset, split)
         if not segs:
-            known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
-            raise NotFoundError(f"{self.location} has no pairs of {dataset}/{split} (present: {known}); "
-                                f"run `prior build --dataset {dataset} --split {split} --store {self.location}`")
+            raise NotFoundError(self.missing_split(dataset, split))
         frames = [_frame(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
@@ -391,6 +392,19 @@ class Store:
     def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
         """One pairs segment's rows."""
         return _frame(_read_parquet(self.fs, segment, "pairs.parquet"))
+
+    def missing_split(self, dataset: str, split: str) -> str:
+        """Why ``dataset/split`` has no pairs, and the build line that adds it, replayed from
+        what the store recorded of the dataset's other splits (a file's path, ``--name``,
+        columns: a file is read again as the split asked for), or the datasets present."""
+        known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
+        message = f"{self.location} has no pairs of {dataset}/{split} (present: {known})"
+        others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
+        args = [str(a) for a in others[-1].meta.get("build_args") or []] if others else []
+        if not args:
+            return message + f"; build it first with `prior build --dataset` and its name or file (`--name {dataset}`)"
+        return message + "; add it with: " + shlex.join(["prior", "build", *args, "--split", split,
+                                                        "--store", self.location])
 
     def pairs(self, dataset: str, split: str) -> pl.DataFrame:
         """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
@@ -451,7 +465,8 @@ class Store:
         workers do, as every feature task reads every parse segment)."""
         segs = self.segments("parses")
         if not segs:
-            raise NotFoundError(f"{self.location} holds no parses yet; run `prior build`")
+            raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
+                                f"`prior build --dataset` (a name from `prior datasets`, or a file)")
         if columns is not None and (unknown := set(columns) - set(PARSE_COLUMNS)):
             raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
         wanted = None if columns is None else ["sent_key", *columns]

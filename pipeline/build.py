@@ -17,12 +17,16 @@ and the store. The storage options are resolved once, here, and handed to every 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import math
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,14 +40,14 @@ from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from featurestore.names import name_problem
 from featurestore.progress import bars
 from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
+from featurestore.selection import DEFAULT_PARSER
 from featurestore.store import EntryInfo, Store
 from pipeline import preflight, startup, worker
 from pipeline.features.context import BuildContext  # moved there; still importable from here
-from pipeline.parsers.base import Parse
+from pipeline.parsers.base import MAX_WORDS, Parse, over_limit
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARSER = "biaffine"  # the papers parse with Dozat & Manning's biaffine parser; "spacy" stays available
 DEFAULT_FEATURES = ("dep", "sdoi", "wup")  # every feature of the papers that needs no input file
 
 
@@ -68,6 +72,10 @@ class BuildOptions:
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
     parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    # the Hugging Face hub may give every split the dataset has there, not only those named in
+    # ``splits`` (a named split is always looked up there when no local file has it)
+    hub: bool = False
+    max_words: int = MAX_WORDS  # a longer sentence is not parsed: counted, reported, its pair skipped
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -110,6 +118,7 @@ class SplitReport:
     new_rows: int
     skipped: dict[str, int]
     skip_examples: list[str]
+    labels: dict[str, int] = field(default_factory=dict)  # a file's classes and their counts
 
 
 @dataclass
@@ -177,6 +186,22 @@ def _log_to_file(path: str) -> None:
     logger.propagate = False
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (they inherit it): Ctrl-C in a terminal
+    reaches the whole process group, and the workers' own tracebacks would bury the build's
+    one-line "interrupted" (the build stops them itself). The build's process ignores it only
+    while the workers start."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
@@ -201,7 +226,7 @@ class _Runner:
             scratch.mkdir(parents=True, exist_ok=True)
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
             # The workers live for this build only: their start-up is tuned (pipeline/startup.py).
-            with dask.config.set(startup.local_cluster_config()):
+            with dask.config.set(startup.local_cluster_config()), _workers_ignore_ctrl_c():
                 self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR,
@@ -348,7 +373,7 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
 
     stage = StageReport("read")
     t0 = time.perf_counter()
-    splits = options.splits or default_splits(options.dataset, options.data_dir)
+    splits = options.splits or default_splits(options.dataset, options.data_dir, hub=options.hub)
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     have_sentences = store.sentence_keys()
@@ -368,7 +393,7 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
             stage.failed += sum(meta.get("skipped", {}).values())
             continue
         data = read_split(options.dataset, split, data_dir=options.data_dir, limit=options.limit,
-                          **options.read_kwargs())
+                          hub=options.hub or options.splits is not None, **options.read_kwargs())
         if not data.pairs and options.limit != 0:
             raise _no_pairs(data)
         name = options.name or data.dataset
@@ -499,21 +524,24 @@ def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str
     return set(store.pair_rows(dataset, split)["row"].to_list())
 
 
-def default_splits(dataset: str, data_dir: Path | None = None) -> tuple[str, ...]:
-    """Every split of a named dataset that can be read now (locally or from the hub); a file
-    given by path is one split called "all"."""
+def default_splits(dataset: str, data_dir: Path | None = None, *, hub: bool = False) -> tuple[str, ...]:
+    """Every split of a named dataset that can be read now from a local file (and, with
+    ``hub``, from the Hugging Face hub); a file given by path is one split called "all"."""
     from pipeline.datasets import SPECS, list_datasets
 
     if dataset.lower() not in SPECS and Path(dataset).expanduser().is_file():
         return ("all",)
     if dataset.lower() not in SPECS:
-        raise PriorError(f"unknown dataset {dataset!r} and no such file; known datasets: {', '.join(sorted(SPECS))}")
+        raise PriorError(f"unknown dataset {dataset!r} and no such file; known datasets: {', '.join(sorted(SPECS))}; "
+                         "or give a file's path as --dataset FILE with its columns: --text-a COL --text-b COL --label COL")
     info = next(i for i in list_datasets(data_dir=data_dir) if i.name == SPECS[dataset.lower()].name)
-    found = tuple(s.split for s in info.splits if s.origin is not None)
+    found = tuple(s.split for s in info.splits if s.origin is not None and (hub or s.origin != "hub"))
     if not found:
-        raise NotFoundError(f"no split of {info.name} can be read here: " +
+        raise NotFoundError(f"no split of {info.name} has a local file here: " +
                             "; ".join(f"{s.split}: {s.location}" for s in info.splits) +
-                            ". Set PRIOR_DATA_DIR or pass --data-dir, or give a file path.")
+                            f". Pass --data-dir DIR (or set PRIOR_DATA_DIR) to a directory holding a "
+                            f"{SPECS[dataset.lower()].folders[0]}/ folder, give a file as --dataset FILE, "
+                            "or download the splits from the Hugging Face hub with --hub")
     return found
 
 
@@ -552,6 +580,7 @@ def build(options: BuildOptions) -> BuildReport:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
+            ctx.unparsed = failed
             usable = keys - failed
             items: dict[str, list[Any]] = {"sentence": sorted(usable),
                      "pair": sorted({t for triples in split_pairs.values() for t in triples
@@ -573,9 +602,25 @@ def build(options: BuildOptions) -> BuildReport:
             lease.release()  # after the workers stopped: then its uncommitted folders are garbage
             PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
+    _label_counts(store, options, report)
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> None:
+    """The classes of a file read by path and how many pairs each has, per split: a file's
+    labels are taken as they are written, so a typo makes a class of its own and shows here."""
+    from pipeline.datasets import SPECS
+
+    if options.dataset.lower() in SPECS or options.read_kwargs().get("label") is None:
+        return
+    for s in report.splits:
+        segs = store.split_segments(report.dataset, s.split)
+        if not segs or segs[-1].meta.get("label_kind", "class") != "class":
+            continue
+        labels = store.pair_rows(report.dataset, s.split)["label"].drop_nulls().to_list()
+        s.labels = dict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _check_store_shared(store: Store, options: BuildOptions) -> None:
@@ -616,7 +661,7 @@ def _count(stage: StageReport, result: dict[str, Any], label: str) -> int:
     stage.computed += result["done"]
     stage.reused += result["skipped"]
     stage.failed += len(result["failures"])
-    stage.failures += [f"{label} {k}: {msg}" for k, msg in result["failures"]]
+    stage.failures += [f"{label} {k}: {msg}".lstrip() for k, msg in result["failures"]]
     return result["done"] + len(result["failures"]) + result["skipped"]
 
 
@@ -634,12 +679,25 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     if any(k not in texts for k in todo):  # sentences of splits taken from the store
         stored = store.sentences()
         texts = {**dict(zip(stored["sent_key"].to_list(), stored["text"].to_list())), **texts}
-    bar = progress.add_task("parse", total=len(todo), info="") if todo else None
     failed: set[str] = set()
+    too_long = {k: n for k in todo if (n := over_limit(texts[k], options.max_words)) is not None}
+    if too_long:
+        todo = [k for k in todo if k not in too_long]
+        failed.update(too_long)
+        stage.failed += len(too_long)
+        where = _sentence_rows(store, report, too_long)
+        stage.failures += [f"{where[k]}: {n} words, over the {options.max_words}-word limit (--max-words)"
+                           for k, n in too_long.items()]
+        report.notes.append(f"{len(too_long)} sentence(s) over the {options.max_words}-word limit were not parsed; "
+                            "their pairs get no features (raise the limit with --max-words)")
+    bar = progress.add_task("parse", total=len(todo), info="") if todo else None
 
     def done(result: dict[str, Any]) -> None:
         failed.update(k for k, _ in result["failures"])
-        settled = _count(stage, result, "sentence")
+        if result["failures"]:
+            where = _sentence_rows(store, report, [k for k, _ in result["failures"]])
+            result = {**result, "failures": [(where[k], msg) for k, msg in result["failures"]]}
+        settled = _count(stage, result, "")
         if bar is not None:
             progress.advance(bar, settled)
 
@@ -652,6 +710,22 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     report.stages.append(stage)
     store.refresh()
     return failed
+
+
+def _sentence_rows(store: Store, report: BuildReport, keys: Iterable[str]) -> dict[str, str]:
+    """Where each sentence of ``keys`` was read: ``dataset/split FILE row N (sentence KEY)``,
+    from the first row of this build's splits that holds it."""
+    wanted = set(keys)
+    where: dict[str, str] = {}
+    for s in report.splits:
+        if not wanted - where.keys():
+            break
+        rows = store.pair_rows(report.dataset, s.split)
+        for row, a, b in zip(rows["row"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list()):
+            for k, side in ((a, "text_a"), (b, "text_b")):
+                if k in wanted and k not in where:
+                    where[k] = f"{report.dataset}/{s.split} {s.location} row {row} {side} (sentence {k[:12]})"
+    return {k: where.get(k, f"sentence {k}") for k in wanted}
 
 
 def _context(store: Store, report: BuildReport, options: BuildOptions,

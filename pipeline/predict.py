@@ -32,10 +32,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from featurestore import keys as K
 from featurestore import open_store
-from featurestore.errors import PriorError, StoreError
+from featurestore.errors import DataError, PriorError, StoreError
 from featurestore.store import EntryInfo, Store
 
 _RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")
@@ -118,8 +119,28 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
                                        f"read entry {e.key[:12]} (params {e.params}); a resource or the feature's "
                                        "version differs from the training machine's")
     split = report.splits[0]
+    _check_usable(store, report, file)
     return BuiltPairs(store=store.location, dataset=report.dataset, split=split.split,
                       skipped=dict(split.skipped), skip_examples=list(split.skip_examples))
+
+
+def _check_usable(store: Store, report: Any, file: Path) -> None:
+    """A one-line `DataError` when no pair of the input can be predicted: every row was
+    skipped when read, or every pair has a sentence that could not be parsed."""
+    split = report.splits[0]
+    if split.pairs == 0:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in split.skipped.items()) or "no rows"
+        example = f"; e.g. {split.skip_examples[0]}" if split.skip_examples else ""
+        raise DataError(f"no usable pair in the input ({reasons}){example}", file=str(file))
+    store.refresh()  # the build committed through its own handle
+    rows = store.pair_rows(report.dataset, split.split)
+    parsed = store.parsed_keys(report.parse)
+    if not any(a in parsed and b in parsed for a, b in zip(rows["key_a"].to_list(), rows["key_b"].to_list())):
+        failures: list[str] = next((st.failures for st in report.stages if st.name == "parse" and st.failures), [])
+        # a failure reads "DATASET/SPLIT FILE row N …: why": the input's store name and the
+        # build's flag mean nothing to a predict user
+        example = failures[0].split(" ", 1)[-1].replace(" (--max-words)", "") if failures else ""
+        raise DataError("no pair of the input can be parsed" + (f"; e.g. {example}" if example else ""))
 
 
 def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | None) -> list[str]:

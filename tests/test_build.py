@@ -108,7 +108,8 @@ def test_build_counts_unusable_rows_and_handles_long_sentences(tmp_path):
             {"sentence1": "   ", "sentence2": "Nothing.", "gold_label": "neutral"},
             {"sentence1": long_text, "sentence2": "Words.", "gold_label": "neutral"}]
     (folder / "snli_1.0_test.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    report = build(_opts(tmp_path / "s", data_dir=tmp_path / "data", limit=None))
+    # 501 words: over the default word limit (tests/test_long_sentences.py), parsed with a higher one
+    report = build(_opts(tmp_path / "s", data_dir=tmp_path / "data", limit=None, max_words=600))
     split = report.splits[0]
     assert split.pairs == 2 and sum(split.skipped.values()) == 2
     assert all("snli_1.0_test.jsonl" in e for e in split.skip_examples)

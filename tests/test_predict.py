@@ -222,7 +222,7 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
     run("build", "--dataset", "stsb", "--split", "train,dev", "--features", "sdoi", "--limit", 8, "--workers", 0,
         "--parser", "spacy", "--store", store)
     run("train", "bert", "--backbone", tiny_mini_backbone(tmp_path / "backbone"), "--dataset", "stsb",
-        "--store", store, "--output", out, "--epochs", 1, "--batch-size", 8, "--max-length", 64, "--no-progress")
+        "--parser", "spacy", "--store", store, "--output", out, "--epochs", 1, "--batch-size", 8, "--max-length", 64, "--no-progress")
     outputs, data, _ = checkpoint_outputs(out, "stsb", "dev", store=str(store))
     expected = dict(zip(data.pair_keys.tolist(), outputs[:, 0].tolist()))
     from featurestore import open_store
@@ -234,3 +234,18 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
     assert [r["score"] for r in got] == pytest.approx([expected[r["key"]] for r in got], abs=1e-5)
     table = list(csv.reader(io.StringIO(run("predict", out, "--format", "csv", input=stdin))))
     assert table[0] == ["row", "key", "a", "b", "score"] and float(table[1][4]) == pytest.approx(got[0]["score"])
+
+
+def test_issue28_predict_on_all_unusable_pairs_is_one_data_error(trained: tuple[Path, Path, Path], home: Path,
+                                                                 tmp_path: Path) -> None:
+    _, out, _ = trained
+    empty = tmp_path / "empty.csv"
+    empty.write_text("sentence1,sentence2\n,A man sleeps.\nA dog runs.,\n")
+    long = tmp_path / "long.csv"
+    long.write_text("sentence1,sentence2\n" + " ".join(["word"] * 300) + ",A man sleeps.\n")
+    for path, message in ((empty, "no usable pair in the input (2 empty sentence"),
+                          (long, "no pair of the input can be parsed; e.g. ")):
+        result = CliRunner().invoke(app, ["predict", str(out), "--file", str(path)])
+        assert result.exit_code == 1, result.output
+        assert result.output.count("\n") == 1 and message in result.output, result.output
+        assert "predict-" not in result.output and "prior build" not in result.output

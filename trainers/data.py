@@ -23,7 +23,7 @@ import torch
 from featurestore import Store
 from featurestore.errors import DataError, PriorError
 from featurestore.frame import gather
-from featurestore.selection import EntrySelectionError, build_command
+from featurestore.selection import EntrySelectionError, ParseSelectionError, build_command, select_parse
 from featurestore.store import EntryInfo
 from layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from layouts.views import VIEWS, column_name, view_of
@@ -231,7 +231,8 @@ def _labels(raw: list[Any], kind: str, names: tuple[str, ...], dataset: str, spl
 def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
                feature: str | None = None, feature_params: dict[str, Any] | None = None, feature_entry: str | None = None,
                limit: int | None = None, dep_view: str | None = None,
-               entries: dict[str, str] | None = None, parse: str | None = None) -> PairData:
+               entries: dict[str, str] | None = None, parse: str | None = None,
+               parser: str | None = None) -> PairData:
     """Read one split (and the feature a model reads, as the model input its layout names)
     from the store and tokenize it once.
 
@@ -239,7 +240,9 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     ``feature_entry`` (a key prefix) pick, or exactly the recorded ``entries`` (name → key,
     what `prior eval` passes from a checkpoint); ``dep_view`` reads a view variant of the
     feature instead (DAFA's ablations). The words are those of the feature's parse; without a
-    feature, of ``parse`` (default: the store's latest)."""
+    feature, of ``parse`` (an id: what a checkpoint recorded), else of the parse of ``parser``
+    (a ``--parser`` value; default: the default parser), never of "the latest" parse
+    (`featurestore.selection.select_parse`)."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
         pairs = pairs.head(limit)
@@ -260,6 +263,11 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     elif dep_view not in (None, "dep"):
         raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
                          "reads no store feature")
+    else:
+        try:
+            parse = select_parse(store, key_a + key_b, parse=parse, parser=parser, dataset=dataset, split=split)
+        except ParseSelectionError as exc:
+            raise MissingFeatureError(str(exc)) from None
     parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
@@ -267,12 +275,11 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
         command = build_command(store, dataset=dataset, split=split, parse=parse,
                                 feature_args=["--features", feature or "sdoi"])
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
-                                  f"have no parse {parse or '(latest)'}; restore them with: {command}")
+                                  f"have no parse {str(parse)[:12]}; restore them with: {command}")
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
     parsers = store.parse_ids()
-    used = parse or (list(parsers)[-1] if parsers else None)  # store.parses' "latest"
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
-                   "parse": used, "parser": parsers.get(used) if used else None,
+                   "parse": parse, "parser": parsers.get(parse) if parse else None,
                    "entries": dict(source.fingerprint) if source else {}}
     if (read is not None and read != feature) or feature == "dep":
         fingerprint["dep_view"] = read

@@ -97,6 +97,7 @@ class TrainConfig:
     view: str | None = None  # a registered view replacing the model's feature (View.variant_of), e.g. "dep-no-tfidf"
     dep_view: str | None = None  # deprecated spelling of ``view`` (DAFA's models only)
     storage_options: dict[str, Any] | None = None  # fsspec options of a store at a URL; None: $PRIOR_STORAGE_OPTIONS
+    parser: str | None = None  # a model without a feature reads this --parser value's parse (default: the default parser's)
     resume: Path | None = None
     progress: bool = True
     threads: int | None = None
@@ -162,7 +163,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     feature = MODEL_CLASSES[model].feature
     kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
           "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
-          "dep_view": run_view(cfg, model)}
+          "dep_view": run_view(cfg, model), "parser": cfg.parser}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
@@ -401,8 +402,11 @@ def _start(cfg: TrainConfig) -> _Run:
         source = splits.train.source
         options = {**(model_cls.options_from_feature(source) if source is not None else {}), **cfg.model_options}
         torch.manual_seed(cfg.seed)
-        model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
-                                      label_names=task.label_names)
+        try:
+            model = backbones.build_model(model_cls, backbone, num_labels=num_labels, options=options, seed=cfg.seed,
+                                          label_names=task.label_names)
+        except ValueError as exc:  # an option value the model refuses (-o pool=max)
+            raise PriorError(f"{model_name}: {exc} (model options: {cfg.model_options or 'none given'})") from None
     _to(model, rt.device)
     net: torch.nn.Module = model
     if rt.world > 1:
@@ -567,7 +571,8 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
                       feature=meta["feature"],
-                      entries=trained.get("entries") or None, limit=limit, dep_view=read)
+                      entries=trained.get("entries") or None, limit=limit, dep_view=read,
+                      parse=None if meta["feature"] else trained.get("parse"))
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: --features {features} has nothing to replace")
     data = data.with_features(features)
@@ -598,6 +603,8 @@ def check_train_split(store: Store, dataset: str | None, split: str = "train") -
     present = store.datasets()
     if dataset is not None and (dataset, split) in present:
         return dataset
+    if dataset is not None and any(d == dataset for d, _ in present):
+        raise PriorError(store.missing_split(dataset, split))
     have = sorted({d for d, s in present if s == split})
     listed = ", ".join(have) if have else f"none (build one with `prior build --dataset NAME --store {store.location}`)"
     if dataset is None:

@@ -42,7 +42,7 @@ def read_split(dataset: str | Path, split: str, *, path: str | Path | None = Non
     if found is None:
         plan = search_plan(spec, split, path=explicit, data_dir=root)
         note = "not tried (an explicit path was given)" if explicit is not None else (
-            "not tried (hub=False)" if not hub else hub_note(spec, split))
+            "not tried (not asked for: name the split with --split, or pass --hub)" if not hub else hub_note(spec, split))
         if note is None:
             try:
                 return read_hub(spec, split, limit)

@@ -1,9 +1,13 @@
 """The optional last source: the Hugging Face hub, through the `datasets` library.
 
-Used only when no local file was found, the `datasets` library is importable, and neither
-``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` nor ``PRIOR_NO_HUB`` is set to a true value. The
-library downloads and caches the data itself (its own cache, ``HF_HOME``); `prior` itself
-has no network code. Not every dataset is there (SICK and Twitter-URL have no entry here).
+Used only for a split asked for by name (``read_split``; ``prior build --split``, or every
+split with ``prior build --hub``), when no local file was found, the `datasets` library is
+importable, and neither ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` nor ``PRIOR_NO_HUB`` is set
+to a true value: a build never downloads a split to complete "all splits". Before calling the
+library, one TCP connection to the hub's host (``HF_ENDPOINT``, default huggingface.co) is
+tried with a 3 s timeout, so an offline machine fails in seconds with one line instead of the
+library's retries. The library downloads and caches the data itself (its own cache,
+``HF_HOME``). Not every dataset is there (SICK and Twitter-URL have no entry here).
 
 What the hub gives differs from the official files in places: GLUE's MRPC "train" is the
 3,668 pairs left after GLUE's dev ids are taken out of msr_paraphrase_train.txt; SNLI marks
@@ -20,8 +24,10 @@ import importlib
 import importlib.util
 import json
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from pipeline.datasets import labels as L
 from pipeline.datasets.collect import Columns, collect
@@ -54,10 +60,27 @@ def hub_location(spec: DatasetSpec, split: str) -> str:
     return f"hf://{spec.hub.path}{config}/{spec.hub.splits[split]}"
 
 
+PROBE_SECONDS = 3.0
+
+
+def hub_unreachable() -> str | None:
+    """Why the hub's host cannot be reached now (one TCP connection, ``PROBE_SECONDS``), or None."""
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        return f"{host} cannot be reached ({exc.strerror or type(exc).__name__})"
+    return None
+
+
 def read_hub(spec: DatasetSpec, split: str, limit: int | None) -> SplitData:
     """Load the split with ``datasets.load_dataset`` and read it like a file."""
     hub = spec.hub
     assert hub is not None
+    if (why := hub_unreachable()) is not None:
+        raise HubUnavailable(why)
     datasets: Any = importlib.import_module("datasets")
     try:
         ds = datasets.load_dataset(hub.path, hub.config, split=hub.splits[split])

@@ -133,6 +133,6 @@ def get_spec(name: str) -> DatasetSpec:
     spec = SPECS.get(name.lower()) if isinstance(name, str) else None
     if spec is None:
         raise NotFoundError(f"unknown dataset {name!r}; known datasets: {sorted(SPECS)}. "
-                            "For any other CSV/TSV/JSONL/Parquet file pass its path with the "
-                            "column names (read_file(path, text_a=..., text_b=..., label=...))")
+                            "For any other CSV/TSV/JSONL/Parquet file give its path as --dataset FILE "
+                            "with its columns: --text-a COL --text-b COL --label COL")
     return spec

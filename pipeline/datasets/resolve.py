@@ -84,10 +84,10 @@ def locate(spec: DatasetSpec, split: str, *, path: Path | None = None,
 
 def not_found(spec: DatasetSpec, split: str, plan: list[tuple[Origin, Path]],
               hub_note: str) -> NotFoundError:
-    """The error for a split found nowhere: it names every place searched."""
-    places = "\n".join(f"  - {p} ({origin})" for origin, p in plan)
+    """The error for a split found nowhere, on one line: every place searched, what the hub
+    said, and the flags that point the build at a copy."""
+    places = ", ".join(f"{p} ({origin})" for origin, p in plan)
     return NotFoundError(
-        f"no file for dataset {spec.name!r} split {split!r}. Searched:\n{places}\n"
-        f"  - Hugging Face hub: {hub_note}\n"
-        "Put the official file in one of these places, set PRIOR_DATA_DIR to a directory "
-        f"holding a {spec.folders[0]}/ folder, or pass path=...")
+        f"no file for dataset {spec.name!r} split {split!r} (searched {places}; Hugging Face hub: {hub_note}); "
+        f"pass --data-dir DIR (or set PRIOR_DATA_DIR) to a directory holding a {spec.folders[0]}/ folder "
+        "with the official file, or give the file itself as --dataset FILE")

@@ -38,7 +38,8 @@ def _require(path: Path, row: int, have: Sequence[str], required: Sequence[str])
     if missing:
         raise DataError(
             f"header lacks column(s) {missing}; it has {list(have)}. Is this the right file "
-            "for this dataset? Name the columns explicitly with read_file(...) otherwise",
+            "for this dataset? Otherwise give the file as --dataset FILE and name its columns with "
+            "--text-a COL --text-b COL --label COL",
             file=str(path), row=row,
         )
 

@@ -68,15 +68,20 @@ class _StoredParse:
 
 def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
                                 settings: SgnsSettings = SgnsSettings(), parse: str | None = None,
-                                datasets: list[str] | None = None, lowercase: bool = True,
+                                parser: str | None = None, datasets: list[str] | None = None, lowercase: bool = True,
                                 collapse_prep: bool = True,
                                 progress: Progress | None = None) -> MadeEmbeddings:
     """Levy & Goldberg-style embeddings from the parses already in ``store``.
 
-    ``parse`` picks the parse (default: the most recent); ``datasets`` restricts the corpus to
-    the sentences of those datasets (default: every parsed sentence of the store).
+    ``parse`` (an id prefix) picks the parse, else ``parser`` (a ``--parser`` value; default:
+    the default parser's parse, never "the latest"; `featurestore.selection.parse_of`);
+    ``datasets`` restricts the corpus to the sentences of those datasets (default: every
+    sentence of that parse). The record names the parse, its parser and the sentence count.
     """
+    from featurestore.selection import parse_of, recorded_parsers
+
     t0 = time.perf_counter()
+    parse_id = parse_of(store, parse=parse, parser=parser)
     keys = None
     if datasets:
         keys = set()
@@ -87,8 +92,7 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
                 keys.update(rows["key_b"].to_list())
         if not keys:
             raise NotFoundError(f"{store.location} has no pairs of {', '.join(datasets)}")
-    df = store.parses(keys, parse=parse)
-    parse_id = parse or store.segments("parses")[-1].target["parse"]
+    df = store.parses(keys, parse=parse_id)
     parses = [_StoredParse(w, h, r) for w, h, r in
               zip(df["words"].to_list(), df["heads"].to_list(), df["rels"].to_list())]
     if not parses:
@@ -97,7 +101,8 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
                         settings, progress=progress)
     record = {"method": "dependency-sgns (Levy & Goldberg 2014; word2vecf objective)",
               "contexts": "dep", "settings": settings.as_dict(), "lowercase": lowercase,
-              "collapse_prep": collapse_prep, "parse": parse_id, "datasets": datasets or "all",
+              "collapse_prep": collapse_prep, "parse": parse_id,
+              "parser": recorded_parsers(store).get(parse_id), "datasets": datasets or "all",
               "sentences": len(parses), "pairs": result.pairs, "dropped_pairs": result.dropped_pairs,
               "context_vocabulary": result.contexts,
               "epoch_losses": [round(x, 5) for x in result.losses],

@@ -8,7 +8,7 @@ Its own module, below both the build and the features, so that the features can 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,19 +44,25 @@ class BuildContext:
     parse: str
     split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
     _parses: Callable[[Sequence[str]], list[Parse]]
+    unparsed: set[str] = field(default_factory=set)  # sentences this build could not parse
 
     @property
     def splits(self) -> list[str]:
         return list(self.split_pairs)
 
     def split_keys(self, split: str) -> list[str]:
-        """Unique sentence keys of a split of this dataset, in first-seen order."""
+        """Unique sentence keys of a split of this dataset, in first-seen order, of the pairs
+        whose two sentences are parsed (a pair with a sentence too long or impossible to parse
+        is skipped for every feature)."""
         if split in self.split_pairs:
             rows = self.split_pairs[split]
+            skip = self.unparsed
         else:
             df = self.store.pair_rows(self.dataset, split)
             rows = list(zip(df["pair_key"], df["key_a"], df["key_b"]))
-        return list(dict.fromkeys(k for _, a, b in rows for k in (a, b)))
+            parsed = self.store.parsed_keys(self.parse)
+            skip = {k for _, a, b in rows for k in (a, b) if k not in parsed}
+        return list(dict.fromkeys(k for _, a, b in rows if a not in skip and b not in skip for k in (a, b)))
 
     def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
         return self._parses(sentence_keys)

@@ -82,7 +82,12 @@ def plan_features(names: list[str] | tuple[str, ...], options: FeatureOptions) -
     for name in names:
         if name not in FEATURE_SETS:
             raise PriorError(f"unknown feature {name!r}; known: {', '.join(sorted(FEATURE_SETS))}")
-        for feature in FEATURE_SETS[name](options):
+        try:
+            made = list(FEATURE_SETS[name](options))
+        except (ValueError, TypeError) as exc:  # a value of the wrong kind (-o dep.nu=abc)
+            given = " ".join(f"-o {name}.{k}={v}" for k, v in options.feature_options.get(name, {}).items())
+            raise PriorError(f"feature {name}: option value not accepted ({given or 'defaults'}): {exc}") from None
+        for feature in made:
             if all(f.name != feature.name for f, _ in out):
                 out.append((feature, name))
     return out
