@@ -447,17 +447,27 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     return split_pairs, texts
 
 
-def _no_pairs(data: Any) -> DataError:
+class NoUsablePairsError(DataError):
+    """A dataset file that gave no usable pair; ``counts``: its skipped rows per reason."""
+
+    def __init__(self, message: str, *, counts: dict[str, int], file: str | None = None,
+                 row: int | None = None) -> None:
+        super().__init__(message, file=file, row=row)
+        self.counts = counts
+
+
+def _no_pairs(data: Any) -> NoUsablePairsError:
     """A split that gave no usable pair: the real cause (its rows' problems, or no rows)."""
     if not data.skipped:
-        return DataError(f"{data.dataset}/{data.split} has no rows (only a header, or nothing); give a file "
-                         "with at least one pair", file=data.location)
-    first, causes = data.skipped[0], len(data.skip_counts())
-    return DataError(f"none of the {len(data.skipped)} row(s) of {data.dataset}/{data.split} can be used, the "
-                     f"first because of field {first.field!r}: {first.reason}"
-                     + (f" ({causes} different causes)" if causes > 1 else "")
-                     + "; fix the file or its column options (--text-a, --text-b, --label, --label-kind)",
-                     file=first.file, row=first.row)
+        return NoUsablePairsError(f"{data.dataset}/{data.split} has no rows (only a header, or nothing); give a "
+                                  "file with at least one pair", counts={}, file=data.location)
+    first, counts = data.skipped[0], data.skip_counts()
+    causes = len(counts)
+    return NoUsablePairsError(f"none of the {len(data.skipped)} row(s) of {data.dataset}/{data.split} can be "
+                              f"used, the first because of field {first.field!r}: {first.reason}"
+                              + (f" ({causes} different causes)" if causes > 1 else "")
+                              + "; fix the file or its column options (--text-a, --text-b, --label, --label-kind)",
+                              counts=counts, file=first.file, row=first.row)
 
 
 def _held_split(store: Store, options: BuildOptions, source: Any, sentences: set[str]

@@ -87,7 +87,7 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
 
 def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
            text_a: str, text_b: str, resources: str | None, workers: int, progress: bool) -> BuiltPairs:
-    from pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, build
     from pipeline.datasets.lines import file_sha256
     from pipeline.parsers import fingerprint_of
 
@@ -107,11 +107,16 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
         options[e.built_by or e.name].update(e.options or {})
     content = f"{file_sha256(file)}\0{text_a}\0{text_b}".encode()
     name = "predict-" + hashlib.blake2b(content, digest_size=8).hexdigest()
-    report = build(BuildOptions(
-        dataset=str(file), name=name, features=tuple(built_by), store=store.location, parser=spec,
-        workers=workers, progress=progress, feature_options={k: v for k, v in options.items() if v},
-        columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
-        restore={e.name: dict(e.params) for e in entries}))
+    try:
+        report = build(BuildOptions(
+            dataset=str(file), name=name, features=tuple(built_by), store=store.location, parser=spec,
+            workers=workers, progress=progress, feature_options={k: v for k, v in options.items() if v},
+            columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
+            restore={e.name: dict(e.params) for e in entries}))
+    except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
+        reasons = ", ".join(f"{n} {reason}" for reason, n in exc.counts.items()) or "no rows"
+        where = f"; e.g. row {exc.row}" if exc.row is not None else ""
+        raise DataError(f"no usable pair in the input ({reasons}){where}", file=str(file)) from None
     for e in entries:
         made = report.entries.get(e.spec)
         if made != e.key:

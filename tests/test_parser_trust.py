@@ -77,9 +77,11 @@ def trained(crafted: dict[str, Path]) -> Path:
     """`prior train` on the crafted store: it trains (it reads no parser) and copies the spec
     into the checkpoint as a record; the payload does not run."""
     out = crafted["root"] / "run"
+    # --parser names the parse to read (bert has no feature entry to decide it): matched against
+    # the store's records as text, never loaded
     code, lines = invoke("train", "bert", "--backbone", crafted["backbone"], "--dataset", "toy",
                          "--store", crafted["store"], "--output", out, "--epochs", "1", "--batch-size", "2",
-                         "--no-progress")
+                         "--parser", f"biaffine:{crafted['evil']}", "--no-progress")
     assert code == 0, lines
     assert not crafted["marker"].exists()
     assert json.loads((out / "best" / "prior.json").read_text())["parser_spec"] == f"biaffine:{crafted['evil']}"

@@ -48,7 +48,7 @@ def test_issue26_score_table_is_scored_by_correlation(tmp_path: Path) -> None:
     cli("build", "--dataset", data, "--split", "train", "--label-kind", "score", "--features", "sdoi", "--parser", "spacy",
         "--workers", 0, "--store", store)
     out = tmp_path / "run"
-    cli("train", "bert", "--backbone", tiny_backbone(tmp_path / "backbone"), "--dataset", "scored",
+    cli("train", "bert", "--backbone", tiny_backbone(tmp_path / "backbone"), "--dataset", "scored", "--parser", "spacy",
         "--dev-split", "train", "--store", store, "--output", out, "--epochs", 6,
         "--batch-size", 4, "--lr", "1e-3", "--patience", 6, "--no-progress")
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
