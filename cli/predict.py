@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 
 from cli.console import err_console, friendly_errors
-from cli.store_flags import StorageOptionOpt, export_storage_options
+from cli.store_flags import StorageOptionOpt, storage_options
 from featurestore.errors import DataError, PriorError
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ def predict_cmd(
         if sys.stdin.isatty():
             raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
-    export_storage_options(storage_option)  # the model's stores are opened by library code
-    model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers)
+    model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers,
+                       storage_options=storage_options(storage_option) if storage_option else None)
     if file is not None:
         run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)
     elif a is not None and b is not None:

@@ -4,8 +4,6 @@ KEY=VALUE`` (repeatable), the fsspec options a store at a URL is opened with, on
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Annotated, Any
 
 import typer
@@ -24,11 +22,3 @@ StorageOptionOpt = Annotated[list[str] | None, typer.Option(
 def storage_options(items: list[str] | None) -> dict[str, Any]:
     """``$PRIOR_STORAGE_OPTIONS`` with each ``--storage-option`` replacing its key."""
     return so.merge_items(items or [])
-
-
-def export_storage_options(items: list[str] | None) -> None:
-    """Only for `prior predict`, whose library code (`trainers.predict.load_model`) takes no
-    storage options yet: the merged options become ``$PRIOR_STORAGE_OPTIONS`` of this process.
-    Every other command passes :func:`storage_options` to the code it calls."""
-    if items:
-        os.environ[so.ENV] = json.dumps(storage_options(items))

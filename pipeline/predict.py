@@ -29,7 +29,7 @@ import hashlib
 import json
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,12 +62,13 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
                 pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
                 text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
                 workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
-                recorded_in: str = "the model") -> BuiltPairs:
+                recorded_in: str = "the model", storage_options: Mapping[str, Any] | None = None) -> BuiltPairs:
     """Write ``pairs`` (or the pairs of ``file``, any table `prior build` reads, with the
     columns ``text_a``/``text_b``) into ``store`` and build their parse ``parse`` (made by
     ``parser``, else by ``recorded_parser``, the spec ``recorded_in`` names, else by the
     build's default) and the ``entries`` (module docstring). ``resources``: the store the
-    entries were built in, whose resources are copied when ``store`` lacks them."""
+    entries were built in, whose resources are copied when ``store`` lacks them.
+    ``storage_options``: fsspec options of stores at URLs (None: ``$PRIOR_STORAGE_OPTIONS``)."""
     if (pairs is None) == (file is None):
         raise PriorError("give pairs or a file, not both or neither")
     if parser is None and recorded_parser is not None:
@@ -82,11 +83,12 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
             text_a, text_b = "a", "b"
         assert file is not None
         return _build(store, Path(file).expanduser(), entries, parse, parser, text_a, text_b, resources,
-                      workers, progress)
+                      workers, progress, storage_options)
 
 
 def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
-           text_a: str, text_b: str, resources: str | None, workers: int, progress: bool) -> BuiltPairs:
+           text_a: str, text_b: str, resources: str | None, workers: int, progress: bool,
+           storage_options: Mapping[str, Any] | None) -> BuiltPairs:
     from pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, build
     from pipeline.datasets.lines import file_sha256
     from pipeline.parsers import fingerprint_of
@@ -99,8 +101,8 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
         raise PredictMismatchError(f"parser {spec} gives parse {here[:12]}, but the model was trained on parse "
                                    f"{parse[:12]}: install the parser model it was trained with, or name it "
                                    "with --parser")
-    store = open_store(store_url)
-    copy_resources(store, entries, resources)
+    store = open_store(store_url, storage_options=storage_options)
+    copy_resources(store, entries, resources, storage_options)
     built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
     options: dict[str, dict[str, object]] = {name: {} for name in built_by}
     for e in entries:
@@ -111,6 +113,7 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
         report = build(BuildOptions(
             dataset=str(file), name=name, features=tuple(built_by), store=store.location, parser=spec,
             workers=workers, progress=progress, feature_options={k: v for k, v in options.items() if v},
+            storage_options=dict(storage_options) if storage_options is not None else None,
             columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
             restore={e.name: dict(e.params) for e in entries}))
     except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
@@ -148,7 +151,8 @@ def _check_usable(store: Store, report: Any, file: Path) -> None:
         raise DataError("no pair of the input can be parsed" + (f"; e.g. {example}" if example else ""))
 
 
-def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | None) -> list[str]:
+def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | None,
+                   storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Copy into ``store`` the resources of ``source`` that the entries' parameters name and
     ``store`` lacks; returns their keys. A resource's key is its content's, so the copy has
     the same key and the entry parameters naming it stay valid. A ``source`` that cannot be
@@ -159,7 +163,7 @@ def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | Non
     if not missing or source is None or source == store.location:
         return []
     try:
-        src = open_store(source, create=False)
+        src = open_store(source, create=False, storage_options=storage_options)
     except PriorError:  # moved or offline: an entry that needs a resource fails when it reads it
         return []
     held = {s.target["key"] for s in src.segments("resource")}

@@ -3,6 +3,7 @@ and a `memory://` store refused where worker processes would write it."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from featurestore import DataError, open_store
+from featurestore import DataError, PriorError, open_store
 from featurestore import storage_options as so
 from pipeline.build import build
 from tests.test_build import _frame_rows, _opts
@@ -112,10 +113,21 @@ def test_every_command_that_opens_a_store_takes_storage_options():
     assert lacking == []
 
 
-def test_train_and_eval_hand_their_options_to_the_trainers_through_the_environment(monkeypatch):
-    """The trainers open the store with `open_store(location)`, which reads the variable."""
-    from cli.store_flags import export_storage_options
+def test_predict_hands_its_options_to_load_model_not_the_environment(monkeypatch, tmp_path):
+    """`prior predict --storage-option` reaches the stores it opens through `load_model`'s
+    argument (merged over the variable), and leaves the process environment as it was."""
+    import trainers.predict
 
+    seen: dict[str, object] = {}
+
+    def fake_load_model(checkpoint, **kw):
+        seen.update(kw)
+        raise PriorError("stop here")
+
+    monkeypatch.setattr(trainers.predict, "load_model", fake_load_model)
     monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
-    export_storage_options(["anon=true"])
-    assert so.from_env() == {"endpoint_url": "http://env:1", "anon": True}
+    result = CliRunner().invoke(app, ["predict", str(tmp_path), "--a", "x", "--b", "y",
+                                      "--storage-option", "anon=true"])
+    assert result.exit_code == 1 and "stop here" in result.output
+    assert seen["storage_options"] == {"endpoint_url": "http://env:1", "anon": True}
+    assert os.environ[so.ENV] == '{"endpoint_url": "http://env:1", "anon": false}'

@@ -29,7 +29,7 @@ checkpoint or a store never names code to run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -102,7 +102,7 @@ class PairBuilder(Protocol):
                  pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
                  text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
                  workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
-                 recorded_in: str = "the model") -> Built: ...
+                 recorded_in: str = "the model", storage_options: Mapping[str, Any] | None = None) -> Built: ...
 
 
 def _default_builder() -> PairBuilder:
@@ -116,9 +116,10 @@ class Predictor:
 
     def __init__(self, checkpoint: Path, model: Any, tokenizer: Any, meta: dict[str, Any], rt: Runtime, *,
                  store: str, parser: str | None, builder: PairBuilder | None, batch_size: int | None,
-                 workers: int) -> None:
+                 workers: int, storage_options: Mapping[str, Any] | None = None) -> None:
         self.checkpoint, self.model, self.tokenizer, self.meta, self.rt = checkpoint, model, tokenizer, meta, rt
         self.store, self.workers = store, workers
+        self.storage_options = storage_options
         self.batch_size = batch_size or int(meta["settings"]["batch_size"])
         self._builder = builder
         trained = meta["fingerprints"]["train"]
@@ -142,7 +143,7 @@ class Predictor:
 
     def _train_store(self) -> Any:
         try:
-            return open_store(self.train_store, create=False)
+            return open_store(self.train_store, create=False, storage_options=self.storage_options)
         except PriorError as exc:
             raise PriorError(f"{self.checkpoint} records no feature entries of its own and its training store "
                              f"cannot be read ({exc}); predict where that store is reachable") from None
@@ -167,7 +168,8 @@ class Predictor:
 
     def _stored_parser(self) -> str | None:
         try:
-            return parser_spec(open_store(self.train_store, create=False), self.parse)
+            return parser_spec(open_store(self.train_store, create=False, storage_options=self.storage_options),
+                               self.parse)
         except PriorError:
             return None  # the build's default parser; its parse id is checked against the model's
 
@@ -210,8 +212,8 @@ class Predictor:
         built = builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
                         file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
                         workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
-                        recorded_in=self.recorded_in)
-        store = open_store(built.store, create=False)
+                        recorded_in=self.recorded_in, storage_options=self.storage_options)
+        store = open_store(built.store, create=False, storage_options=self.storage_options)
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
                           feature=self.meta["feature"], entries=self.entry_keys or None,
@@ -237,19 +239,20 @@ class Predictor:
 
 def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str | None = None,
                batch_size: int | None = None, workers: int = 0,
-               builder: PairBuilder | None = None) -> Predictor:
+               builder: PairBuilder | None = None, storage_options: Mapping[str, Any] | None = None) -> Predictor:
     """The checkpoint at ``checkpoint`` (a `prior train` output folder, whose ``best/`` is
     used, or a checkpoint folder) ready to predict raw pairs. ``store``: where the pairs'
     features are built (default ``$PRIOR_HOME/predict-store``); ``parser``: the ``--parser``
     spec that gives the model's parse (default: as recorded); ``workers``: Dask workers for
     the build (0: in this process); ``builder``: what builds the features (default
-    `pipeline.predict.build_pairs`)."""
+    `pipeline.predict.build_pairs`); ``storage_options``: fsspec options of the stores at URLs
+    (the training store, ``store``; None: ``$PRIOR_STORAGE_OPTIONS``)."""
     folder = checkpoint_dir(checkpoint)
     model, tokenizer, meta = load_checkpoint(folder)
     rt = runtime()
     torch.nn.Module.to(model, rt.device)  # (transformers types its own `to` otherwise)
     return Predictor(folder, model, tokenizer, meta, rt, store=store or default_predict_store(), parser=parser,
-                     builder=builder, batch_size=batch_size, workers=workers)
+                     builder=builder, batch_size=batch_size, workers=workers, storage_options=storage_options)
 
 
 __all__ = ["Prediction", "Predictions", "Predictor", "default_predict_store", "load_model"]
