@@ -116,7 +116,7 @@ def test_every_command_that_opens_a_store_takes_storage_options():
 def test_predict_hands_its_options_to_load_model_not_the_environment(monkeypatch, tmp_path):
     """`prior predict --storage-option` reaches the stores it opens through `load_model`'s
     argument (merged over the variable), and leaves the process environment as it was."""
-    import trainers.predict
+    import trainers.predict as trainer_predict
 
     seen: dict[str, object] = {}
 
@@ -124,7 +124,7 @@ def test_predict_hands_its_options_to_load_model_not_the_environment(monkeypatch
         seen.update(kw)
         raise PriorError("stop here")
 
-    monkeypatch.setattr(trainers.predict, "load_model", fake_load_model)
+    monkeypatch.setattr(trainer_predict, "load_model", fake_load_model)
     monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
     result = CliRunner().invoke(app, ["predict", str(tmp_path), "--a", "x", "--b", "y",
                                       "--storage-option", "anon=true"])
