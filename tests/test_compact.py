@@ -100,14 +100,23 @@ def _kill_at(n: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return events
 
 
-def test_compact_killed_at_every_write(small_builds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _kill_points(events: list[str], every: bool) -> list[int]:
+    """Kill points (1-based): every write; without ``every``, every file write and commit
+    and the first record removal after each commit (the others leave the same kind of state)."""
+    return [n for n, name in enumerate(events, 1)
+            if every or name != "uncommit" or events[n - 2] != "uncommit"]
+
+
+@pytest.mark.parametrize("every", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_compact_killed_at_every_write(small_builds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       every: bool) -> None:
     clean = frames(small_builds, FEATURES)
     with monkeypatch.context() as m:
         events = _kill_at(0, m)
         compact_store(open_store(_copy(small_builds, tmp_path / "count")))
     kinds = set(events)
     assert kinds == {"commit_segment", "uncommit", "_write_parquet", "write_flat"}
-    for n in range(1, len(events) + 1):
+    for n in _kill_points(events, every):
         location = _copy(small_builds, tmp_path / f"kill{n}")
         with monkeypatch.context() as m:
             _kill_at(n, m)
@@ -132,9 +141,14 @@ def test_compact_reads_during_compaction(small_builds: Path, tmp_path: Path, mon
     early = open_store(location, create=False)
     early.segments()  # this reader's catalog is the one before the compaction
     seen: list[bool] = []
+    calls: list[str] = []
     uncommit = compact_module.uncommit
 
     def read_then_uncommit(store: Any, sid: str) -> None:
+        calls.append(sid)
+        if len(calls) % 4 != 1:
+            uncommit(store, sid)
+            return
         reader = threading.Thread(target=lambda: seen.append(frames(location, FEATURES) == clean))
         reader.start()
         reader.join()
