@@ -46,7 +46,6 @@ from featurestore.store import (
     Store,
     _read_arrays,
     _read_parquet,
-    _source_of,
     _write_parquet,
     indexed_items,
 )
@@ -146,9 +145,9 @@ def _merged_meta(merge: Merge) -> dict[str, Any]:
     segs = merge.segments
     meta = dict(segs[-1].meta)
     if merge.kind == "pairs":
-        limits = [s.meta.get("limit") for s in segs]
+        limits = [n for s in segs if isinstance(n := s.meta.get("limit"), int)]
         widest = max(segs, key=lambda s: s.meta["limit"] if isinstance(s.meta.get("limit"), int) else float("inf"))
-        meta["limit"] = None if any(not isinstance(n, int) for n in limits) else max(limits)
+        meta["limit"] = max(limits) if len(limits) == len(segs) else None
         for name in ("rows_read", "skipped", "skip_examples"):
             if name in widest.meta:
                 meta[name] = widest.meta[name]

@@ -65,6 +65,12 @@ def test_compact_same_frames_fewer_files(small_builds: Path, tmp_path: Path) -> 
     assert all(s.computed == 0 for s in again.stages)
     assert frames(location, FEATURES) == before
     assert not plan(open_store(location))  # nothing left to merge
+    # a larger build after compaction adds only the new rows: the same frames as a clean build
+    grown = build(_opts(location, limit=8, features=FEATURES, partition_size=3))
+    assert sum(s.new_rows for s in grown.splits) == 2 * 3
+    clean = tmp_path / "clean"
+    build(_opts(clean, limit=8, features=FEATURES, partition_size=3))
+    assert frames(location, FEATURES) == frames(clean, FEATURES)
 
 
 def test_compact_dry_run_and_selection(small_builds: Path, tmp_path: Path) -> None:
