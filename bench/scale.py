@@ -217,6 +217,11 @@ def table(results: list[dict[str, Any]]) -> str:
                  max(b["worker_peak_rss_mib"], default=None), round(r["store"]["bytes"] / 2**20, 1),
                  r["store"]["files"], r["store"]["catalog_records"], *[r["readers"][n]["wall_s"] for n in names]]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        if "readers_compacted" in r:  # the same store after `prior store compact` and `gc`
+            after = r["store_compacted"]
+            cells = [f"{r['size']} compacted", "", "", "", "", round(after["bytes"] / 2**20, 1), after["files"],
+                     after["catalog_records"], *[r["readers_compacted"][n]["wall_s"] for n in names]]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
