@@ -200,3 +200,40 @@ def test_compact_cli(small_builds: Path, tmp_path: Path) -> None:
     assert len(open_store(location).segments("pairs")) == 3
     bad = runner.invoke(app, ["store", "compact", "--store", str(location), "--table", "nope"])
     assert bad.exit_code != 0
+
+
+def test_compact_beside_a_build(small_builds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that adds rows while a compaction runs: both finish, and the store verifies
+    with a clean build's frames (the build's new segments are left for a later compaction)."""
+    location = _copy(small_builds, tmp_path)
+    commit = compact_module.commit_segment
+    built: list[bool] = []
+
+    def build_then_commit(*args: Any, **kwargs: Any) -> Any:
+        if not built:
+            built.append(True)
+            build(_opts(location, limit=8, features=FEATURES, partition_size=3))
+        return commit(*args, **kwargs)
+
+    monkeypatch.setattr(compact_module, "commit_segment", build_then_commit)
+    compact_store(open_store(location))
+    clean = tmp_path / "clean"
+    build(_opts(clean, limit=8, features=FEATURES, partition_size=3))
+    assert built and verify_store(open_store(location)).ok
+    assert frames(location, FEATURES) == frames(clean, FEATURES)
+    compact_store(open_store(location))
+    assert frames(location, FEATURES) == frames(clean, FEATURES)
+
+
+def test_compact_in_memory_store(tmp_path: Path) -> None:
+    """An fsspec store (memory://): the same frames after compaction."""
+    location = f"memory://compact-{tmp_path.name}"
+    for limit in (2, 4):
+        build(_opts(location, limit=limit, features=("sdoi",), partition_size=3))  # type: ignore[arg-type]
+    store = open_store(location, create=False)
+    before = {split: store.frame("sdoi", dataset="rte", split=split).to_dicts() for split in ("dev", "train")}
+    report = compact_store(store)
+    assert report.committed
+    after = open_store(location, create=False)
+    assert {split: after.frame("sdoi", dataset="rte", split=split).to_dicts() for split in ("dev", "train")} == before
+    assert verify_store(after).ok
