@@ -153,7 +153,7 @@ def compact_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
         console.print(f"finished an interrupted compaction: un-committed {len(report.finished)} replaced segment(s)")
     for m in report.merges:
         console.print(("would merge " if dry_run else "merged ") + f"{len(m.segments)} segments of {m.group}: "
-                      f"{m.rows} rows, {m.files} files, {human_bytes(m.bytes)}", markup=False)
+                      f"{m.rows} rows, {m.files} files, {human_bytes(m.bytes)}", markup=False, soft_wrap=True)
     files = sum(m.files for m in report.merges)
     console.print(f"{len(report.merges)} merge(s) of {sum(len(m.segments) for m in report.merges)} segments "
                   f"({files} files)" + (" (dry run)" if dry_run else ""))
