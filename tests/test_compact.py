@@ -5,6 +5,8 @@ finishes it), reads during a compaction are right, and gc keeps its lease rules.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -237,3 +239,42 @@ def test_compact_in_memory_store(tmp_path: Path) -> None:
     after = open_store(location, create=False)
     assert {split: after.frame("sdoi", dataset="rte", split=split).to_dicts() for split in ("dev", "train")} == before
     assert verify_store(after).ok
+
+
+_SUBPROCESS = """
+import os, sys
+import featurestore.compact as compact_module
+from featurestore import open_store
+n, events = int(sys.argv[2]), []
+def dying(real):
+    def call(*args, **kwargs):
+        events.append(1)
+        if len(events) == n:
+            os._exit(137)
+        return real(*args, **kwargs)
+    return call
+for name in ("commit_segment", "uncommit", "_write_parquet", "write_flat"):
+    setattr(compact_module, name, dying(getattr(compact_module, name)))
+compact_module.compact_store(open_store(sys.argv[1], create=False))
+"""
+
+
+@pytest.mark.slow
+def test_compact_hard_killed_in_a_subprocess(small_builds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction process that exits hard (as SIGKILL: no clean-up, its lease left live) at
+    steps of each kind: the store verifies with the same frames, and the next compaction ends
+    with the store a clean one makes."""
+    clean = frames(small_builds, FEATURES)
+    with monkeypatch.context() as m:
+        events = _kill_at(0, m)
+        compact_store(open_store(_copy(small_builds, tmp_path / "count")))
+    for n in _kill_points(events, every=False):
+        location = _copy(small_builds, tmp_path / f"kill{n}")
+        proc = subprocess.run([sys.executable, "-c", _SUBPROCESS, str(location), str(n)], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 137, proc.stderr[-2000:]
+        assert verify_store(open_store(location, create=False)).ok
+        assert frames(location, FEATURES) == clean, (n, events[n - 1])
+        compact_store(open_store(location))
+        assert frames(location, FEATURES) == clean
+        assert not plan(open_store(location))
