@@ -1,4 +1,4 @@
-"""`prior store info|verify|gc|frame|export`."""
+"""`prior store info|verify|gc|compact|frame|export`."""
 
 from __future__ import annotations
 
@@ -130,6 +130,37 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))
     for line in report.rebuild:
         console.print(f"rebuild what was dropped with: {line}", markup=False, soft_wrap=True)
+
+
+@app.command("compact")
+@friendly_errors
+def compact_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
+                table: Annotated[list[str] | None, typer.Option("--table", help="Compact this table: pairs, sentences or parses (repeatable).")] = None,
+                feature: Annotated[str | None, typer.Option("--feature", help="Compact this feature's entries.")] = None,
+                max_rows: Annotated[int, typer.Option("--max-rows", help="Merge segments of fewer rows into segments of at most this many.")] = 250_000,
+                dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be merged.")] = False,
+                ) -> None:
+    """Merge small segments into larger ones (all tables and features unless --table/--feature pick some)."""
+    from featurestore import StoreError, open_store
+    from featurestore.compact import TABLES, compact_store
+
+    if unknown := [t for t in table or () if t not in TABLES]:
+        raise StoreError(f"--table {unknown[0]!r}: expected one of {', '.join(TABLES)}")
+    kinds = [*(table or ()), *(["feature"] if feature else [])] or [*TABLES, "feature"]
+    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    report = compact_store(opened, kinds=kinds, feature=feature, max_rows=max_rows, dry_run=dry_run)
+    if report.finished:
+        console.print(f"finished an interrupted compaction: un-committed {len(report.finished)} replaced segment(s)")
+    for m in report.merges:
+        console.print(("would merge " if dry_run else "merged ") + f"{len(m.segments)} segments of {m.group}: "
+                      f"{m.rows} rows, {m.files} files, {human_bytes(m.bytes)}", markup=False, soft_wrap=True)
+    files = sum(m.files for m in report.merges)
+    console.print(f"{len(report.merges)} merge(s) of {sum(len(m.segments) for m in report.merges)} segments "
+                  f"({files} files)" + (" (dry run)" if dry_run else ""))
+    if report.uncommitted:
+        console.print(f"the {len(report.uncommitted)} replaced segment folders ({human_bytes(report.replaced_bytes)}) "
+                      "stay until `prior store gc` removes them, once no reader started before this compaction runs",
+                      markup=False, soft_wrap=True)
 
 
 @app.command("frame")

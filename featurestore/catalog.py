@@ -199,8 +199,8 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     return segment
 
 
-# Records read before, by (store, record name, content tag): on an object store one listing of
-# catalog/ gives every record's ETag, so a record is fetched once per process, not at every
+# Records read before, by (store, record name, content tag): one listing of catalog/ gives every
+# record's tag (an object store's ETag; inode, size and time on a local disk), so a record is fetched once per process, not at every
 # catalog read (each build task reads the catalog: N tasks × N records requests otherwise).
 _RECORDS: dict[tuple[str, str, str], Segment] = {}
 _RECORDS_MAX = 100_000
@@ -212,14 +212,18 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
     A damaged record raises StoreError, unless ``damaged`` is given: then its path is recorded
     there with the error and the record skipped (``verify`` and ``gc --drop-damaged`` use this).
     A record whose content tag (``StoreFS.listdir_tagged``) is the one read before in this
-    process is not fetched again: the same tag means the same content, checked then.
+    process is not fetched again: the same tag means the same content, checked then. So a
+    process reads each record once, not once per catalog read (a build reads the catalog
+    several times, each of its tasks once more); ``verify`` and ``gc`` read local ones again.
     """
     segments = []
     for name, tag in fs.listdir_tagged(CATALOG).items():
         if not name.endswith(".json") or ".tmp-" in name:
             continue
         rel = f"{CATALOG}/{name}"
-        known = (fs.url, name, tag) if tag else None
+        # verify and gc (``damaged`` given) read every local record again: a local tag is only
+        # as fine as the disk's clock, and they are the ones that must find damage
+        known = (fs.url, name, tag) if tag and not (damaged is not None and tag.startswith("local:")) else None
         if known is not None and (cached := _RECORDS.get(known)) is not None:
             segments.append(cached)
             continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +31,9 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from featurestore.errors import StoreError
+
+# a local file younger than this gets no content tag (see StoreFS.listdir_tagged)
+LOCAL_TAG_AGE_NS = 2_000_000_000
 
 
 class StoreFS:
@@ -110,10 +114,28 @@ class StoreFS:
 
     def listdir_tagged(self, rel: str) -> dict[str, str | None]:
         """Names directly under ``rel`` → a tag that changes whenever that file's content does,
-        where the listing gives one (an object store's ETag, with the size), else None (a local
-        disk: reading its files again costs little)."""
+        where the listing gives one (an object store's ETag, with the size), else None.
+
+        On a local disk the tag is ``local:`` + inode, size and modification time (one
+        ``scandir``, no file opened), for regular files last modified more than
+        `LOCAL_TAG_AGE_NS` ago: a file rewritten within the clock's granularity of its last write
+        could keep its time, so a younger file gets None (read again). Records are replaced by
+        a rename (a new inode), so a changed record always has a new tag."""
         if self.local:
-            return dict.fromkeys(self.listdir(rel))
+            if not self.inside(rel):
+                return dict.fromkeys(self.listdir(rel))  # refused there, one line
+            now = time.time_ns()
+            tagged_local: dict[str, str | None] = {}
+            try:
+                with os.scandir(self.path(rel)) as entries:
+                    for entry in entries:
+                        st = entry.stat(follow_symlinks=False)
+                        fresh = entry.is_file(follow_symlinks=False) and now - st.st_mtime_ns > LOCAL_TAG_AGE_NS
+                        tagged_local[entry.name] = (f"local:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+                                                    if fresh else None)
+            except FileNotFoundError:
+                return {}
+            return dict(sorted(tagged_local.items()))
         try:
             entries = self.fs.ls(self._content(rel), detail=True)
         except FileNotFoundError:

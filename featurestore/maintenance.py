@@ -38,7 +38,10 @@ def store_info(store: Store) -> StoreInfo:
     rows: Counter[tuple[str, str]] = Counter()
     for dataset, split in store.datasets():
         rows[(dataset, split)] = sum(s.rows for s in store.split_segments(dataset, split))
-    per_parse: Counter[str] = Counter(s.target["parse"] for s in segs if s.kind == "parses" for _ in range(s.rows))
+    per_parse: Counter[str] = Counter()
+    for s in segs:
+        if s.kind == "parses":
+            per_parse[s.target["parse"]] += s.rows  # one step per segment, not per sentence
     entries = []
     for e in store.entries():
         parts = [s for s in segs if s.kind == "feature" and s.target["entry"] == e.key]
