@@ -60,7 +60,7 @@ def stage_rates(report: object) -> tuple[dict, float]:
 
 def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
               parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto") -> dict:
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     report = build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
@@ -82,9 +82,9 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
                          store: Path, repeats: int = 3) -> dict:
     """Wall time of rerunning the same build through the CLI (what a user waits for); the
     default parser is left to the CLI's default, as a user types it."""
-    from pipeline.build import DEFAULT_PARSER
+    from prior.pipeline.build import DEFAULT_PARSER
 
-    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
+    cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
            "--features", ",".join(features), "--store", str(store),
            *(["--parser", parser] if parser != DEFAULT_PARSER else []),
            *(["--limit", str(limit)] if limit is not None else [])]
@@ -93,7 +93,7 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PRIOR_NO_PROGRESS="1"))
         times.append(time.perf_counter() - t0)
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     t0 = time.perf_counter()
     build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
@@ -112,7 +112,7 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
     import dask
     from distributed import Client, LocalCluster
 
-    from pipeline.startup import local_cluster_config
+    from prior.pipeline.startup import local_cluster_config
 
     # configured as the build's own workers (glibc's malloc defaults), as README advises for a
     # cluster kept up for builds
@@ -137,8 +137,8 @@ def median_run(repeat: int, run: Callable[[int], dict]) -> dict:
 def wordnet_table_seconds() -> dict:
     """One-time cost per machine: building WordNet's hierarchy table (cached under PRIOR_HOME
     afterwards, so every run below reads it). Makes sure the cache exists before the runs."""
-    from pipeline.resources.wn_hierarchy import build_table, table_for
-    from pipeline.resources.wordnet import file_opener, load_wordnet_fast, reader_files
+    from prior.pipeline.resources.wn_hierarchy import build_table, table_for
+    from prior.pipeline.resources.wordnet import file_opener, load_wordnet_fast, reader_files
 
     wn, version = load_wordnet_fast()
     t0 = time.perf_counter()
@@ -149,8 +149,8 @@ def wordnet_table_seconds() -> dict:
 
 
 def bytes_per_pair(store_dir: Path, pairs: int) -> dict:
-    from featurestore import open_store
-    from featurestore.maintenance import store_info
+    from prior.featurestore import open_store
+    from prior.featurestore.maintenance import store_info
 
     info = store_info(open_store(store_dir))
     return {e["feature"]: round(e["bytes"] / pairs, 1) for e in info.entries}
@@ -158,7 +158,7 @@ def bytes_per_pair(store_dir: Path, pairs: int) -> dict:
 
 def store_write_rate(store_dir: Path, feature: str) -> dict:
     """Re-write one entry's items into a fresh store in one segment: pure store-write speed."""
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     src = open_store(store_dir)
     data = src.load_feature(src.find_entry(feature))

@@ -7,7 +7,7 @@ Every split of every dataset in the data dir (SNLI copy, MRPC, STS-B, QNLI, RTE,
 Twitter-URL; not SICK-R, which repeats SICK's sentences) goes into one fresh store with the
 default parser and features (biaffine; dep, sdoi, wup), one `prior build` per dataset as a user
 would run them, all on one local Dask cluster started exactly as `prior build` starts its own
-(`pipeline.build._Runner`: same worker environment), so the cluster's start-up is paid once.
+(`prior.pipeline.build._Runner`: same worker environment), so the cluster's start-up is paid once.
 
 Runs, each cold (new cluster, new store): a subset of about ``--subset-pairs`` pairs (every
 split cut to its first N pairs, N chosen so the total comes near the target) and all pairs,
@@ -45,7 +45,7 @@ from results import write_json  # noqa: E402  (bench/results.py)
 
 def held_splits(data_dir: Path) -> dict[str, dict[str, int]]:
     """{dataset: {split: usable pairs}} for every split the data dir holds (SICK-R left out)."""
-    from pipeline.datasets import list_datasets, read_split
+    from prior.pipeline.datasets import list_datasets, read_split
 
     out: dict[str, dict[str, int]] = {}
     for info in list_datasets(data_dir=data_dir):
@@ -80,7 +80,7 @@ def _peak_rss_mib() -> float:
 def run_all(counts: dict[str, dict[str, int]], limit: int | None, workers: int, features: tuple[str, ...],
             parser: str, store: Path, parse_device: str) -> dict[str, Any]:
     """One cold cluster, one build per dataset into ``store``; see module docstring."""
-    from pipeline.build import BuildOptions, _Runner, build
+    from prior.pipeline.build import BuildOptions, _Runner, build
 
     t0 = time.perf_counter()
     runner = _Runner(BuildOptions(dataset="all", features=features, store=str(store), parser=parser,
@@ -117,7 +117,7 @@ def run_all(counts: dict[str, dict[str, int]], limit: int | None, workers: int, 
 
 def frame_seconds(store: Path, counts: dict[str, dict[str, int]], features: tuple[str, ...]) -> dict[str, Any]:
     """``store.frame(feature, dataset, split)`` of the largest split, per feature (wall seconds)."""
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     dataset, split = max(((d, s) for d, splits in counts.items() for s in splits), key=lambda ds: counts[ds[0]][ds[1]])
     st = open_store(store)

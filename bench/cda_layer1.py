@@ -27,11 +27,11 @@ from typing import Any
 
 import torch
 
-from featurestore import open_store
-from trainers import backbones
-from trainers.loop import load_checkpoint
-from trainers.models import MODEL_CLASSES
-from trainers.models.cda import FUNCTIONS, INITS, CommixSelfAttention
+from prior.featurestore import open_store
+from prior.trainers import backbones
+from prior.trainers.loop import load_checkpoint
+from prior.trainers.models import MODEL_CLASSES
+from prior.trainers.models.cda import FUNCTIONS, INITS, CommixSelfAttention
 
 
 def _fresh(model: str, seed: int, **options: Any) -> Any:

@@ -45,16 +45,16 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pipeline.embeddings.counterfit import (  # noqa: E402
+from prior.pipeline.embeddings.counterfit import (  # noqa: E402
     CounterfitResult,
     CounterfitSettings,
     counterfit,
     normalise,
     wordnet_constraints,
 )
-from pipeline.embeddings.io import Embeddings, read_embeddings  # noqa: E402
-from pipeline.embeddings.make import without_spaced_words  # noqa: E402
-from pipeline.resources.wordnet import load_wordnet  # noqa: E402
+from prior.pipeline.embeddings.io import Embeddings, read_embeddings  # noqa: E402
+from prior.pipeline.embeddings.make import without_spaced_words  # noqa: E402
+from prior.pipeline.resources.wordnet import load_wordnet  # noqa: E402
 from tests.counterfit_reference import reference_counterfit  # noqa: E402
 
 

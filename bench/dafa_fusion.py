@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from cda_layer1 import _cos, _fresh, _trace, print_probes  # bench/ is the script's directory
 
-from trainers.models.dafa import AdaptiveFusion
+from prior.trainers.models.dafa import AdaptiveFusion
 
 
 def _capture_fusion(fusion: AdaptiveFusion, got: dict[str, torch.Tensor]) -> list[Any]:

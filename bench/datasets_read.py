@@ -12,8 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
-from featurestore.errors import NotFoundError
-from pipeline.datasets import list_datasets, read_split
+from prior.featurestore.errors import NotFoundError
+from prior.pipeline.datasets import list_datasets, read_split
 
 REPO = Path(__file__).resolve().parent.parent
 

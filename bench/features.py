@@ -45,7 +45,7 @@ PARSER: str | None = None  # --parser; None: the build's default
 
 def _build(store: Path, features: tuple[str, ...], workers: int, pairs: int,
            embeddings: Path | None = None, scheduler: str | None = None) -> Any:
-    from pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, build
 
     per_split = -(-pairs // 2)
     return build(BuildOptions(dataset="snli", splits=("dev", "test"), features=features,
@@ -83,7 +83,7 @@ class _Cluster:
 
 
 def _sizes(store_path: Path, names: tuple[str, ...], n_pairs: int) -> dict[str, dict[str, float]]:
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     store = open_store(store_path, create=False)
     out: dict[str, dict[str, float]] = {}
@@ -113,13 +113,13 @@ def _sizes(store_path: Path, names: tuple[str, ...], n_pairs: int) -> dict[str, 
 
 def _compute_only(store_path: Path, embeddings: Path) -> dict[str, float]:
     """Pairs/s of the features' compute() alone, in this process, on the stored parses."""
-    from featurestore import open_store
-    from pipeline.embeddings.io import read_embeddings
-    from pipeline.features.dep import DepFeature
-    from pipeline.features.emb import EmbFeature
-    from pipeline.features.forms import word_forms
-    from pipeline.features.tfidf import IdfTable, TfidfFeature
-    from pipeline.parsers.base import Parse
+    from prior.featurestore import open_store
+    from prior.pipeline.embeddings.io import read_embeddings
+    from prior.pipeline.features.dep import DepFeature
+    from prior.pipeline.features.emb import EmbFeature
+    from prior.pipeline.features.forms import word_forms
+    from prior.pipeline.features.tfidf import IdfTable, TfidfFeature
+    from prior.pipeline.parsers.base import Parse
 
     store = open_store(store_path, create=False)
     rows = [store.pair_rows("snli", s) for s in ("dev", "test")]
@@ -166,9 +166,9 @@ def main() -> None:
     print(f"parsed {n_pairs} SNLI pairs ({report.stage('parse').computed} sentences) "
           f"in {time.perf_counter() - t0:.1f} s")
 
-    from featurestore import open_store
-    from pipeline.embeddings.make import train_dependency_embeddings
-    from pipeline.embeddings.sgns import SgnsSettings
+    from prior.featurestore import open_store
+    from prior.pipeline.embeddings.make import train_dependency_embeddings
+    from prior.pipeline.embeddings.sgns import SgnsSettings
 
     t0 = time.perf_counter()
     made = train_dependency_embeddings(open_store(base), work / "deps300.txt",

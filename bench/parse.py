@@ -66,8 +66,8 @@ def snli_sentences(folder: Path, n: int) -> list[str]:
 
 def snli_words(texts: list[str]) -> list[list[str]]:
     """The sentences (as words) the biaffine backend gives its model for ``texts``."""
-    from pipeline.parsers.biaffine import SENTENCES
-    from pipeline.parsers.spacy_backend import shared_annotator
+    from prior.pipeline.parsers.biaffine import SENTENCES
+    from prior.pipeline.parsers.spacy_backend import shared_annotator
 
     docs = shared_annotator(sentences=SENTENCES).docs(texts)
     return [[t.text for t in s] for doc in docs for s in doc.sents]
@@ -117,7 +117,7 @@ def interleaved(paths: dict[str, Any], sentences: list[list[str]], rounds: int, 
 
 
 def scores(gold: list[Any], trees: Trees) -> dict[str, float]:
-    from pipeline.parsers.evaluate import attachment_scores
+    from prior.pipeline.parsers.evaluate import attachment_scores
 
     s = attachment_scores(gold, trees)
     return {"UAS": round(s.uas, 2), "LAS": round(s.las, 2)}
@@ -126,9 +126,9 @@ def scores(gold: list[Any], trees: Trees) -> dict[str, float]:
 def model_section(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from pipeline.parsers.biaffine import BiaffineModel, load_model
-    from pipeline.parsers.conllu import read_conllu
-    from pipeline.parsers.fast_biaffine import quantize_dynamic_int8
+    from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
+    from prior.pipeline.parsers.conllu import read_conllu
+    from prior.pipeline.parsers.fast_biaffine import quantize_dynamic_int8
 
     torch.set_num_threads(1)
     loaded = load_model()
@@ -181,7 +181,7 @@ def _init(spec: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from pipeline.parsers import get_parser
+    from prior.pipeline.parsers import get_parser
 
     _PARSER = get_parser(spec)
     _PARSER.parse(["A warm-up sentence is parsed before timing starts.", "Two dogs run."])

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, sys, time
-from featurestore import open_store
+from prior.featurestore import open_store
 store_dir, dataset, features = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 splits = sorted({s for d, s in open_store(store_dir, create=False).datasets() if d == dataset})
 out = {}
@@ -64,8 +64,8 @@ def breakdown(store: str, dataset: str, features: str) -> dict:
     """Seconds the checks take within one cold pass of every frame (this process, this tree)."""
     import time
 
-    import featurestore.store as store_module
-    from featurestore import catalog, checked, fs, open_store
+    import prior.featurestore.store as store_module
+    from prior.featurestore import catalog, checked, fs, open_store
 
     spent = {"read_checked": 0.0, "reading_in_checked": 0.0, "record_problem": 0.0, "inside": 0.0}
     patched: list[tuple[object, str, object]] = []

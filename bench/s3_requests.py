@@ -53,7 +53,7 @@ def main() -> None:
         return await call(self, method, *a, **k)
 
     s3fs.S3FileSystem._call_s3 = counted  # type: ignore[method-assign]
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     try:
         for run in ("fresh build", "no-op rebuild"):

@@ -51,7 +51,7 @@ def _h(*parts: object) -> int:
 
 def sentences(data_dir: Path) -> list[str]:
     """Every distinct sentence of every split of every dataset in ``data_dir``, sorted."""
-    from pipeline.datasets import list_datasets, read_split
+    from prior.pipeline.datasets import list_datasets, read_split
 
     found: set[str] = set()
     for info in list_datasets(data_dir=data_dir):
@@ -114,7 +114,7 @@ def build_here(path: Path, store: Path, workers: int, parser: str | None) -> dic
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from build import stage_rates  # bench/build.py
 
-    from pipeline.build import BuildOptions, _Runner, build
+    from prior.pipeline.build import BuildOptions, _Runner, build
 
     opts: dict[str, Any] = dict(dataset=str(path), name=NAME, features=FEATURES, store=str(store),
                                 workers=workers, progress=False)
@@ -145,7 +145,7 @@ def store_counts(store: Path) -> dict[str, Any]:
 
 _SCAN = """
 import sys, polars as pl
-from featurestore import open_store
+from prior.featurestore import open_store
 s = open_store(sys.argv[1], create=False)
 split = s.datasets()[0][1]
 rows = s.pair_rows("{name}", split)["row"]
@@ -156,9 +156,9 @@ assert got.height == wanted.len(), got.height
 
 _LOAD = """
 import sys
-from featurestore import open_store
+from prior.featurestore import open_store
 from tests.trainers_fixtures import tiny_tokenizer
-from trainers.data import load_split
+from prior.trainers.data import load_split
 s = open_store(sys.argv[1], create=False)
 split = s.datasets()[0][1]
 data = load_split(s, "{name}", split, tiny_tokenizer(), feature="wup")
@@ -168,7 +168,7 @@ assert n > 0
 
 
 def readers(path: Path, store: Path, work: Path, parser: str | None) -> dict[str, Any]:
-    prior = [sys.executable, "-m", "cli.main"]
+    prior = [sys.executable, "-m", "prior.cli.main"]
     at = ["--store", str(store)]
     export = work / "export"
     shutil.rmtree(export, ignore_errors=True)
@@ -198,7 +198,7 @@ def run_size(texts: list[str], n: int, args: argparse.Namespace) -> dict[str, An
                               "build": json.loads((store.parent / f"build-{n}.json").read_text()),
                               "store": store_counts(store), "readers": readers(path, store, work, args.parser)}
     if args.compact:
-        prior = [sys.executable, "-m", "cli.main"]
+        prior = [sys.executable, "-m", "prior.cli.main"]
         result["compact"] = timed([*prior, "store", "compact", "--store", str(store)])
         result["compact_gc"] = timed([*prior, "store", "gc", "--store", str(store)])
         result["store_compacted"] = store_counts(store)

@@ -9,7 +9,7 @@ Three measurements, each the median of ``--repeat`` runs:
 1. **The machine's own ceiling**: the same CPU-bound jobs (a pure-Python loop; numpy matrix
    products) in 1 and 2 processes, nothing else running. No build can scale better.
 2. **A build's fixed start-up per worker**: what `prior build --workers N` pays before its first
-   sentence is parsed, in the build's own code (`pipeline.build._Runner`): the Dask cluster
+   sentence is parsed, in the build's own code (`prior.pipeline.build._Runner`): the Dask cluster
    until its workers are up, then loading the parser in each worker (imports, spaCy's model,
    one sentence). The workers start side by side, so with 2 workers this costs as much wall
    time as with 1: it does not shrink with more workers.
@@ -77,7 +77,7 @@ def machine_ceiling(repeat: int) -> dict[str, float]:
 def _load_parser(spec: str) -> float:
     """In a worker: seconds to load the build's parser and parse one sentence."""
     t0 = time.perf_counter()
-    from pipeline.parsers import get_parser
+    from prior.pipeline.parsers import get_parser
 
     get_parser(spec).parse(["A man is walking his dog in the park."])
     return time.perf_counter() - t0
@@ -86,7 +86,7 @@ def _load_parser(spec: str) -> float:
 def worker_startup(workers: int, parser: str, repeat: int) -> dict[str, float]:
     """The build's fixed start-up with ``workers`` local workers: cluster up, then the slowest
     worker's parser load (median over runs)."""
-    from pipeline.build import BuildOptions, _Runner
+    from prior.pipeline.build import BuildOptions, _Runner
 
     clusters, loads = [], []
     for _ in range(repeat):

@@ -40,9 +40,9 @@ FIELDS = ("words", "tags", "upos", "lemmas", "ents")
 def dataset_texts(data_dir: Path, datasets: list[str] | None, limit: int | None) -> dict[str, list[str]]:
     """Unique normalized texts per dataset (a text seen in an earlier dataset is not repeated),
     every split the data dir holds; at most ``limit`` pairs per split."""
-    from featurestore.errors import NotFoundError
-    from featurestore.keys import normalize_text
-    from pipeline.datasets import list_datasets, read_split
+    from prior.featurestore.errors import NotFoundError
+    from prior.featurestore.keys import normalize_text
+    from prior.pipeline.datasets import list_datasets, read_split
 
     seen: set[str] = set()
     out: dict[str, list[str]] = {}
@@ -121,7 +121,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from pipeline.parsers.spacy_backend import SpacyAnnotator
+    from prior.pipeline.parsers.spacy_backend import SpacyAnnotator
 
     parser_nlp = SpacyAnnotator(sentences="parser").nlp
     senter_nlp = SpacyAnnotator(sentences="senter").nlp

@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.startup import ENV, TRICKS
+from prior.pipeline.startup import ENV, TRICKS
 
 REPO = Path(__file__).resolve().parents[1]
 

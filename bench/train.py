@@ -50,14 +50,14 @@ PAPER_BERT_BASE_MRPC = ("papers, BERT-base on MRPC: F1 88.0±0.4 (UERBERT Table 
 
 
 def _store(path: str):
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     return open_store(path, create=False)
 
 
 def _has_feature(store, model: str) -> bool:
-    from featurestore.errors import NotFoundError
-    from trainers.models import MODEL_CLASSES
+    from prior.featurestore.errors import NotFoundError
+    from prior.trainers.models import MODEL_CLASSES
 
     feature = MODEL_CLASSES[model].feature
     if feature is None:
@@ -70,7 +70,7 @@ def _has_feature(store, model: str) -> bool:
 
 
 def cmd_runs(args: argparse.Namespace) -> None:
-    from trainers.loop import TrainConfig, train
+    from prior.trainers.loop import TrainConfig, train
 
     store = _store(args.store)
     out_path = OUT / f"train-{args.regime}.jsonl"
@@ -150,9 +150,9 @@ def cmd_steptime(args: argparse.Namespace) -> None:
     hits every model alike. Reported: the median step time and the median over (repeat, batch)
     of the paired ratio step(model) / step(bert) on the same batch.
     """
-    from trainers import backbones
-    from trainers.data import load_split
-    from trainers.models import MODEL_CLASSES
+    from prior.trainers import backbones
+    from prior.trainers.data import load_split
+    from prior.trainers.models import MODEL_CLASSES
 
     torch.set_num_threads(args.threads)
     store = _store(args.store)
@@ -201,9 +201,9 @@ def cmd_steptime(args: argparse.Namespace) -> None:
 def cmd_loader(args: argparse.Namespace) -> None:
     """Pairs/s of the loader alone (one thread): the one-time read + tokenization, and the
     per-batch part (row gathering, grid building, padding, collation to tensors)."""
-    from trainers import backbones
-    from trainers.data import load_split
-    from trainers.models import MODEL_CLASSES
+    from prior.trainers import backbones
+    from prior.trainers.data import load_split
+    from prior.trainers.models import MODEL_CLASSES
 
     torch.set_num_threads(1)
     store = _store(args.store)

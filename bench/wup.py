@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import spacy
 
-from pipeline.features.wup import PRESETS, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
-from pipeline.parsers.base import Parse
-from pipeline.resources.wordnet import load_wordnet, load_wordnet_fast
+from prior.pipeline.features.wup import PRESETS, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
+from prior.pipeline.parsers.base import Parse
+from prior.pipeline.resources.wordnet import load_wordnet, load_wordnet_fast
 
 DEFAULT_DATA = "/work/shared/data/mrpc/msr_paraphrase_train.txt"
 

@@ -16,9 +16,9 @@ from collections import Counter
 
 import numpy as np
 
-from pipeline.datasets import read_split
-from pipeline.features.wup import WupFeature
-from pipeline.parsers import get_parser
+from prior.pipeline.datasets import read_split
+from prior.pipeline.features.wup import WupFeature
+from prior.pipeline.parsers import get_parser
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`prior build`: only parses options and calls :func:`pipeline.build.build`."""
+"""`prior build`: only parses options and calls :func:`prior.pipeline.build.build`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.console import console, friendly_errors, human_bytes
-from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from featurestore.errors import PriorError
-from pipeline.build import DEFAULT_FEATURES
-from pipeline.features.registry import FEATURE_SETS
-from pipeline.parsers.base import MAX_WORDS
+from prior.cli.console import console, friendly_errors, human_bytes
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.featurestore.errors import PriorError
+from prior.pipeline.build import DEFAULT_FEATURES
+from prior.pipeline.features.registry import FEATURE_SETS
+from prior.pipeline.parsers.base import MAX_WORDS
 
 
 class ParseDevice(StrEnum):
@@ -56,11 +56,11 @@ def build_cmd(
     replace: Annotated[bool, typer.Option("--replace", help="A split the store read from another source or with other columns: replace its rows with this build's (default: refuse).")] = False,
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
-    from pipeline.build import DEFAULT_PARSER, BuildOptions, build
-    from pipeline.features.options import parse_feature_options
+    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from prior.pipeline.features.options import parse_feature_options
 
     if dataset is None:
-        from pipeline.datasets import SPECS
+        from prior.pipeline.datasets import SPECS
 
         raise PriorError(f"--dataset is required: a dataset name ({', '.join(sorted(SPECS))}; see `prior datasets`) "
                          "or a file path")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.console import console, friendly_errors
+from prior.cli.console import console, friendly_errors
 
 
 def _shown(location: str, origin: str | None, roots: dict[str, Path | None]) -> str:
@@ -25,8 +25,8 @@ def _shown(location: str, origin: str | None, roots: dict[str, Path | None]) -> 
 @friendly_errors
 def datasets_cmd(data_dir: Annotated[Path | None, typer.Option(help="Where full copies live (default $PRIOR_DATA_DIR).")] = None) -> None:
     """List the known datasets, their labels, and where each split resolves now."""
-    from pipeline.datasets import list_datasets
-    from pipeline.datasets.resolve import bundled_dir, data_dir_from_env
+    from prior.pipeline.datasets import list_datasets
+    from prior.pipeline.datasets.resolve import bundled_dir, data_dir_from_env
 
     root = data_dir.expanduser() if data_dir is not None else data_dir_from_env()
     roots = {"data_dir": root.resolve() if root else None, "bundled": bundled_dir()}

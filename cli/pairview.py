@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from featurestore.errors import NotFoundError, PriorError
-from featurestore.selection import entries_line
-from layouts.views import VIEWS
+from prior.featurestore.errors import NotFoundError, PriorError
+from prior.featurestore.selection import entries_line
+from prior.layouts.views import VIEWS
 
 if TYPE_CHECKING:
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.store import EntryInfo, Store
 
 #: splits in the order a dataset lists them; any other split comes after these, by name
 SPLIT_ORDER = ("train", "dev", "trial", "validation", "dev_matched", "dev_mismatched", "test",
@@ -115,7 +115,7 @@ def _matrix(value: Any, rows: int, cols: int) -> np.ndarray:
 def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str | None = None,
               params: Mapping[str, Any] | None = None, entry: str | None = None) -> PairView:
     """The words and matrices of one pair (module docstring), from the entry that ``params`` or
-    ``entry`` pick (default: the feature's default entry; `featurestore.selection`)."""
+    ``entry`` pick (default: the feature's default entry; `prior.featurestore.selection`)."""
     split, row, note = _find_pair(store, dataset, pair, split)
     entries = store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
     df = store.frame(feature, dataset=dataset, split=split, entry=entries[0].key)

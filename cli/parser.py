@@ -1,4 +1,4 @@
-"""`prior parser train|eval`: only parses options and calls pipeline.parsers functions."""
+"""`prior parser train|eval`: only parses options and calls prior.pipeline.parsers functions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli.console import console, friendly_errors
+from prior.cli.console import console, friendly_errors
 
 app = typer.Typer(name="parser", no_args_is_help=True, add_completion=False,
                   help="Train and evaluate dependency parsers (biaffine, spacy).")
@@ -34,7 +34,7 @@ def train_cmd(
     resume: Annotated[bool, typer.Option(help="Continue the run in --run-dir from its checkpoint (best dev epoch, with optimizer state) up to --epochs.")] = False,
 ) -> None:
     """Train supar's biaffine parser (LSTM + char) on CoNLL-U files and export it (no pickle)."""
-    from pipeline.parsers.train import TrainSettings, train_parser
+    from prior.pipeline.parsers.train import TrainSettings, train_parser
 
     settings = TrainSettings(epochs=epochs, patience=patience, n_lstm_layers=lstm_layers, n_lstm_hidden=lstm_hidden,
                              n_embed=embed, batch_size=batch_size, lr=lr, seed=seed, threads=threads)
@@ -50,8 +50,8 @@ def eval_cmd(
     = "biaffine",
 ) -> None:
     """UAS / LAS of a parser on gold words; the last line reads `UAS=<x> LAS=<y>` (punct excluded)."""
-    from featurestore.progress import stage_bars
-    from pipeline.parsers.evaluate import evaluate_file
+    from prior.featurestore.progress import stage_bars
+    from prior.pipeline.parsers.evaluate import evaluate_file
 
     with stage_bars() as progress:
         result = evaluate_file(parser, file, progress)

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from featurestore.errors import PriorError
+from prior.featurestore.errors import PriorError
 
 CODE_FLAG = "--code"
 FEATURE_GROUP = "prior.features"
@@ -112,8 +112,8 @@ def load_entry_points(force: bool = False) -> list[str]:
     features, models = _entry_points(FEATURE_GROUP), _entry_points(MODEL_GROUP)
     if not features and not models:
         return []
-    from pipeline.features.registry import FEATURE_SETS, register_feature_set
-    from trainers.models import MODELS
+    from prior.pipeline.features.registry import FEATURE_SETS, register_feature_set
+    from prior.trainers.models import MODELS
 
     names: list[str] = []
     for ep in features:
@@ -127,7 +127,7 @@ def load_entry_points(force: bool = False) -> list[str]:
         if ":" not in ep.value:
             raise CodeError(f"entry point {MODEL_GROUP} {ep.name} = {ep.value!r} names no class; "
                             "write it as 'package.module:ModelClass'")
-        MODELS[ep.name] = ep.value  # trainers.models.model_class imports it when first used
+        MODELS[ep.name] = ep.value  # prior.trainers.models.model_class imports it when first used
         names.append(f"{MODEL_GROUP}:{ep.name}")
     return names
 

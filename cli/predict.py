@@ -1,4 +1,4 @@
-"""`prior predict`: only parses options and calls :func:`trainers.predict.load_model`."""
+"""`prior predict`: only parses options and calls :func:`prior.trainers.predict.load_model`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.console import err_console, friendly_errors
-from cli.store_flags import StorageOptionOpt, storage_options
-from featurestore.errors import DataError, PriorError
+from prior.cli.console import err_console, friendly_errors
+from prior.cli.store_flags import StorageOptionOpt, storage_options
+from prior.featurestore.errors import DataError, PriorError
 
 if TYPE_CHECKING:
-    from trainers.predict import Prediction
+    from prior.trainers.predict import Prediction
 
 
 class OutputFormat(StrEnum):
@@ -91,7 +91,7 @@ def predict_cmd(
     """Predict sentence pairs with a trained checkpoint: from --a/--b, --file, or JSON lines on
     standard input ({"a": ..., "b": ...}); writes the label and class probabilities (or the
     score) of each pair with its key."""
-    from trainers.predict import load_model
+    from prior.trainers.predict import load_model
 
     if (a is None) != (b is None):
         raise PriorError("give both --a and --b")

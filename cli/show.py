@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from cli.console import console, friendly_errors
-from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
-from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.console import console, friendly_errors
+from prior.cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 
 
 @friendly_errors
@@ -26,8 +26,8 @@ def show_cmd(
     entry: EntryOpt = None,
 ) -> None:
     """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
-    from cli.pairview import format_pair, pair_view, plot_pair
-    from featurestore import open_store
+    from prior.cli.pairview import format_pair, pair_view, plot_pair
+    from prior.featurestore import open_store
 
     params = read_params(feature_param, option, feature_names(feature))
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))

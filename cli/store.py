@@ -9,9 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.console import console, err_console, friendly_errors, human_bytes
-from cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
-from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.console import console, err_console, friendly_errors, human_bytes
+from prior.cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 
 app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
 
@@ -21,8 +21,8 @@ app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_a
 def info_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """What the store holds: datasets, parses, feature entries, resources, size."""
-    from featurestore import open_store
-    from featurestore.maintenance import store_info
+    from prior.featurestore import open_store
+    from prior.featurestore.maintenance import store_info
 
     info = store_info(open_store(store, create=False, storage_options=storage_options(storage_option)))
     if as_json:
@@ -76,8 +76,8 @@ def _distinguishing(entry: dict, entries: list[dict]) -> str:
 @friendly_errors
 def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) -> None:
     """Check every committed file (size and blake2b); exit 1 if anything is damaged."""
-    from featurestore import open_store
-    from featurestore.maintenance import verify_store
+    from prior.featurestore import open_store
+    from prior.featurestore.maintenance import verify_store
 
     report = verify_store(open_store(store, create=False, storage_options=storage_options(storage_option)))
     for line in report.damaged:
@@ -114,8 +114,8 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
            force: Annotated[bool, typer.Option("--force", help="Run while builds hold the store (their own folders are kept).")] = False,
            ) -> None:
     """Remove leftovers of interrupted builds (and, if asked, damaged segments)."""
-    from featurestore import open_store
-    from featurestore.maintenance import gc_store
+    from prior.featurestore import open_store
+    from prior.featurestore.maintenance import gc_store
 
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     report = gc_store(opened, dry_run=dry_run, drop_damaged=drop_damaged, force=force)
@@ -141,8 +141,8 @@ def compact_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
                 dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be merged.")] = False,
                 ) -> None:
     """Merge small segments into larger ones (all tables and features unless --table/--feature pick some)."""
-    from featurestore import StoreError, open_store
-    from featurestore.compact import TABLES, compact_store
+    from prior.featurestore import StoreError, open_store
+    from prior.featurestore.compact import TABLES, compact_store
 
     if unknown := [t for t in table or () if t not in TABLES]:
         raise StoreError(f"--table {unknown[0]!r}: expected one of {', '.join(TABLES)}")
@@ -178,9 +178,9 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     import numpy as np
     import polars as pl
 
-    from cli.pairview import split_order
-    from featurestore import open_store
-    from featurestore.selection import entries_line
+    from prior.cli.pairview import split_order
+    from prior.featurestore import open_store
+    from prior.featurestore.selection import entries_line
 
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     if split is None:
@@ -217,9 +217,9 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
                entry: EntryOpt = None) -> None:
     """Write `store.frame(feature, dataset, split)` as a hive-partitioned Parquet dataset
     (Polars, pyarrow, DuckDB, Hugging Face datasets); a split exported again is replaced whole."""
-    from featurestore import open_store
-    from featurestore.export import export_parquet
-    from featurestore.selection import entries_line
+    from prior.featurestore import open_store
+    from prior.featurestore.export import export_parquet
+    from prior.featurestore.selection import entries_line
 
     params = read_params(feature_param, option, feature_names(feature))
     splits = [s.strip() for s in split.split(",") if s.strip()] if split else None

@@ -1,6 +1,6 @@
 """The flags every command that opens a store shares: ``--store`` and ``--storage-option
 KEY=VALUE`` (repeatable), the fsspec options a store at a URL is opened with, on top of
-``$PRIOR_STORAGE_OPTIONS`` (`featurestore.storage_options`)."""
+``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.storage_options`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from featurestore import storage_options as so
+from prior.featurestore import storage_options as so
 
 StoreOpt = Annotated[str | None, typer.Option(
     help="Store directory or fsspec URL, e.g. s3://bucket/store (default $PRIOR_STORE or $PRIOR_HOME/store).")]

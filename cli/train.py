@@ -1,4 +1,4 @@
-"""`prior train` and `prior eval`: thin typer commands over trainers.loop.
+"""`prior train` and `prior eval`: thin typer commands over prior.trainers.loop.
 
 Registered in cli/main.py.
 """
@@ -12,10 +12,10 @@ from typing import Annotated
 
 import typer
 
-from cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
-from cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from featurestore.errors import PriorError
-from trainers.models import MODELS
+from prior.cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.featurestore.errors import PriorError
+from prior.trainers.models import MODELS
 
 ViewOpt = Annotated[str | None, typer.Option(
     "--view", metavar="NAME", help="Read a registered variant view instead of the model's feature, e.g. "
@@ -78,11 +78,11 @@ def train(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Fine-tune a knowledge-enhanced BERT from features in the store."""
-    from featurestore import open_store
-    from trainers.loop import TrainConfig, check_train_split, default_output
-    from trainers.loop import train as run_train
-    from trainers.models import MODEL_CLASSES
-    from trainers.registry import parse_model_name
+    from prior.featurestore import open_store
+    from prior.trainers.loop import TrainConfig, check_train_split, default_output
+    from prior.trainers.loop import train as run_train
+    from prior.trainers.models import MODEL_CLASSES
+    from prior.trainers.registry import parse_model_name
 
     try:
         options = storage_options(storage_option)
@@ -135,9 +135,9 @@ def eval_(
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
-    from featurestore.progress import stage_bars
-    from trainers.checkpoint import read_meta
-    from trainers.loop import checkpoint_dir, evaluate_checkpoint
+    from prior.featurestore.progress import stage_bars
+    from prior.trainers.checkpoint import read_meta
+    from prior.trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
         options = storage_options(storage_option)

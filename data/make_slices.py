@@ -7,7 +7,7 @@ Every slice is a run of whole lines cut from an official file, bytes unchanged (
 missing final newline and all), under the official file name, so the official readers are
 what reads them. The source files are checked against the sha256 recorded in their
 SOURCE.md before cutting. Each data/<name>/SOURCE.md is written from the cut rules below,
-the counts read back with pipeline.datasets, and the source folder's SOURCE.md (copied
+the counts read back with prior.pipeline.datasets, and the source folder's SOURCE.md (copied
 verbatim as the provenance and license section).
 """
 
@@ -169,7 +169,7 @@ def cut(src: Path, dst: Path, c: Cut) -> int:
 
 
 def source_md(folder: Folder, source: Path, out: Path, lines: dict[str, int]) -> str:
-    from pipeline.datasets import read_split
+    from prior.pipeline.datasets import read_split
 
     rows = []
     for c in folder.cuts:
@@ -210,7 +210,7 @@ Files copied whole: {copies}.
 | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
 
-## Counts (read back with `pipeline.datasets.read_split`)
+## Counts (read back with `prior.pipeline.datasets.read_split`)
 | dataset | split | file | pairs | labels | skipped |
 | --- | --- | --- | --- | --- | --- |
 {chr(10).join(counts)}

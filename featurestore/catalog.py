@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from featurestore.errors import SegmentLostError, StoreError
-from featurestore.fs import StoreFS
-from featurestore.names import file_problem, name_problem
+from prior.featurestore.errors import SegmentLostError, StoreError
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.names import file_problem, name_problem
 
 CATALOG = "catalog"
 SEGMENTS = "segments"

@@ -20,9 +20,9 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from featurestore.catalog import REPAIR, Segment
-from featurestore.errors import StoreError
-from featurestore.fs import StoreFS
+from prior.featurestore.catalog import REPAIR, Segment
+from prior.featurestore.errors import StoreError
+from prior.featurestore.fs import StoreFS
 
 _VERIFIED: set[tuple[str, str, str, str]] = set()
 _LOCK = threading.Lock()

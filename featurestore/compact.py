@@ -38,19 +38,19 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from featurestore import keys as keymod
-from featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
-from featurestore.errors import StoreError
-from featurestore.lease import Lease, check_live, claim
-from featurestore.store import (
+from prior.featurestore import keys as keymod
+from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
+from prior.featurestore.errors import StoreError
+from prior.featurestore.lease import Lease, check_live, claim
+from prior.featurestore.store import (
     Store,
     _read_arrays,
     _read_parquet,
     _write_parquet,
     indexed_items,
 )
-from featurestore.tensors import write_flat
-from layouts.ragged import Ragged
+from prior.featurestore.tensors import write_flat
+from prior.layouts.ragged import Ragged
 
 TABLES = ("pairs", "sentences", "parses")
 DEFAULT_MAX_ROWS = 250_000
@@ -140,7 +140,7 @@ def _first_rows(table: pa.Table, column: str) -> pa.Table:
 
 
 def _merged_meta(merge: Merge) -> dict[str, Any]:
-    """The merged segment's meta: for pairs the build's reading record (`pipeline.build`
+    """The merged segment's meta: for pairs the build's reading record (`prior.pipeline.build`
     reads the latest segment's and the widest read's), for features the dtypes."""
     segs = merge.segments
     meta = dict(segs[-1].meta)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from featurestore.errors import DataError
+from prior.featurestore.errors import DataError
 
 
 def positive_number(name: str, default: float, unit: str) -> float:

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from featurestore.errors import DataError, NotFoundError
+from prior.featurestore.errors import DataError, NotFoundError
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.store import EntryInfo, Store
 
 ROWS_PER_PART = 100_000
 ROW_GROUP_ROWS = 2_048  # row groups small enough to stream a split of large matrices
@@ -140,7 +140,7 @@ def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.Pa
     if missing := [s for s in wanted if s not in present]:
         raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
                             f"(present: {', '.join(present)})")
-    from featurestore.scan import SplitScan
+    from prior.featurestore.scan import SplitScan
 
     sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
                                 parse=parse) for split in wanted}

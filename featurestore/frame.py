@@ -7,7 +7,7 @@ the feature. A pair component becomes a column named after the entry (``wup``) o
 ``<name>_b`` (``sdoi_a``). Matrices are lists of rows; ``series[i].to_numpy()`` or
 ``np.array(series[i].to_list())`` gives the matrix back.
 
-The entries read are chosen by `featurestore.selection` (the default entry unless ``params``
+The entries read are chosen by `prior.featurestore.selection` (the default entry unless ``params``
 or ``entry`` say otherwise) and must hold every pair of the split, so a frame has no null
 feature values. :func:`view_entries` tells which entries a frame reads.
 """
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from featurestore.errors import StoreError
-from featurestore.missing import check_held
-from featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
-from featurestore.tensors import nested_column
-from layouts.ragged import Ragged
-from layouts.views import column_name, view_of
+from prior.featurestore.errors import StoreError
+from prior.featurestore.missing import check_held
+from prior.featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
+from prior.featurestore.tensors import nested_column
+from prior.layouts.ragged import Ragged
+from prior.layouts.views import column_name, view_of
 
 if TYPE_CHECKING:
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.store import EntryInfo, Store
 
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
 
@@ -37,7 +37,7 @@ def view_entries(store: Store, feature: str, *, dataset: str, split: str,
                  params: Mapping[str, Any] | None = None, entry: str | None = None,
                  parse: str | None = None, coverage: Coverage | None = None) -> list[EntryInfo]:
     """The entries a read of ``feature`` (an entry name or a view) uses for ``dataset``/``split``,
-    chosen by the contract of `featurestore.selection`: ``params`` go to each of the view's
+    chosen by the contract of `prior.featurestore.selection`: ``params`` go to each of the view's
     entries that knows them, ``entry`` (a key prefix) picks the first entry directly; the later
     entries of a view follow the first (same parse, and what the view's ``select`` says).
     ``coverage``: the selection's reads, to reuse afterwards (the split's rows)."""
@@ -61,7 +61,7 @@ def view_entries(store: Store, feature: str, *, dataset: str, split: str,
 def gather(store: Store, entries: Sequence[EntryInfo], pair_keys: Sequence[str], key_a: Sequence[str],
            key_b: Sequence[str]) -> dict[str, Ragged]:
     """The values of ``entries`` for the pairs (pair_keys[i], key_a[i], key_b[i]), one item per
-    pair, by frame column name (`layouts.views.column_name`): a pair component under its
+    pair, by frame column name (`prior.layouts.views.column_name`): a pair component under its
     column, a sentence component under ``<column>_a`` and ``<column>_b``. Every pair must be
     held (the selection checked it)."""
     out: dict[str, Ragged] = {}

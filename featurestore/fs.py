@@ -10,7 +10,7 @@ the names that make up store paths (``names.py``, ``catalog.py``). On a local di
 holds no links: reading, listing, sizing or writing anything reached through one is refused
 (`StoreError`), wherever it points; ``remove`` removes a link itself, never what it points to.
 
-Storage options (``featurestore.storage_options``) go to fsspec as they are, with one exception:
+Storage options (``prior.featurestore.storage_options``) go to fsspec as they are, with one exception:
 fsspec's listings cache is always off. Other processes (a build's workers, other builds) commit
 segments while this one runs, and a cached listing of ``catalog/`` hides them: reads missed
 segments and a build reported the store's size as it was before its workers wrote.
@@ -30,7 +30,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from featurestore.errors import StoreError
+from prior.featurestore.errors import StoreError
 
 # a local file younger than this gets no content tag (see StoreFS.listdir_tagged)
 LOCAL_TAG_AGE_NS = 2_000_000_000

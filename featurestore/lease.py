@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
-from featurestore.envvars import positive_number
-from featurestore.errors import DataError, StoreError
-from featurestore.fs import StoreFS
+from prior.featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
+from prior.featurestore.envvars import positive_number
+from prior.featurestore.errors import DataError, StoreError
+from prior.featurestore.fs import StoreFS
 
 LEASES = "leases"
 ENV_SECONDS = "PRIOR_LEASE_SECONDS"

@@ -14,12 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
-from featurestore.errors import PriorError, StoreError
-from featurestore.fs import StoreFS
-from featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
-from featurestore.missing import incomplete_pairs, rebuild_lines
-from featurestore.store import Store
+from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
+from prior.featurestore.errors import PriorError, StoreError
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
+from prior.featurestore.missing import incomplete_pairs, rebuild_lines
+from prior.featurestore.store import Store
 
 
 @dataclass

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from featurestore.errors import NotFoundError, PriorError
+from prior.featurestore.errors import NotFoundError, PriorError
 
 if TYPE_CHECKING:
-    from featurestore.catalog import Segment
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.catalog import Segment
+    from prior.featurestore.store import EntryInfo, Store
 
 
 class MissingDataError(NotFoundError):
@@ -33,7 +33,7 @@ def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = 
     entry's feature arguments (else one the store holds, else ``--features sdoi``, which needs
     no resources), the parse's parser. ``dropped``: the split's pairs segment that was just
     dropped, whose recorded arguments serve when the split has no other."""
-    from featurestore.selection import build_command, feature_args
+    from prior.featurestore.selection import build_command, feature_args
 
     try:
         entry = entries[0] if entries else next(iter(store.entries()), None)
@@ -94,7 +94,7 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
     store does not hold, or whose sentences lack a parse that a feature entry computed from
     them (so the parse was there and is gone). ``segments``: the committed ones; ``skip``: ids
     of damaged ones (their keys are not read, and what they may hold is not reported again)."""
-    from featurestore.store import EntryInfo, _source_of
+    from prior.featurestore.store import EntryInfo, _source_of
 
     usable = [s for s in segments if s.id not in skip]
     # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
@@ -145,8 +145,8 @@ def rebuild_lines(store: Store, dropped: Sequence[Segment]) -> list[str]:
     """After ``gc --drop-damaged`` dropped ``dropped``: the ``prior build`` lines that compute
     them again, one per split and entry (a rebuild reads and computes only what the store
     lacks). A dropped feature segment's entry is rebuilt for every split it now lacks items of."""
-    from featurestore.selection import Coverage
-    from featurestore.store import EntryInfo
+    from prior.featurestore.selection import Coverage
+    from prior.featurestore.store import EntryInfo
 
     store.refresh()
     lines = [restore_line(store, s.target["dataset"], s.target["split"], dropped=s)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from featurestore.errors import StoreError
+from prior.featurestore.errors import StoreError
 
 MAX_NAME = 128
 _NAME = re.compile(r"[A-Za-z0-9_+\-][A-Za-z0-9_.+\-]*")

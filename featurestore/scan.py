@@ -8,7 +8,7 @@ applies each part of the filter (each term of a top-level ``&``) as soon as the 
 are at hand, so later stages read only for the rows left:
 
 1. the split's pair rows (``row, pair_key, key_a, key_b, label, id``), read when ``scan`` is
-   called: selecting the entry needs them (`featurestore.selection`), so a bad feature, dataset,
+   called: selecting the entry needs them (`prior.featurestore.selection`), so a bad feature, dataset,
    split or parameter fails at ``scan``, not at ``collect``;
 2. ``text_a``/``text_b``: the sentence segments holding the rows' sentences;
 3. parse columns (``words_a`` …): the parse segments holding the rows' sentences, only the
@@ -19,14 +19,14 @@ are at hand, so later stages read only for the rows left:
 A segment is skipped after reading its key column alone (``sent_key`` of a Parquet table, ``key``
 of a feature index) when it holds none of the keys wanted; no Zarr array of it is read. Within
 a file only the asked-for columns are decoded, except on the first read of a file in a process,
-which reads the file whole to check it against its catalog record (`featurestore.checked`).
+which reads the file whole to check it against its catalog record (`prior.featurestore.checked`).
 ``head(n)`` stops after ``n`` rows once every filter term has been applied.
 
 Choices: the LazyFrame reads the segments committed when ``scan`` was called (a snapshot: a
 later build is not seen, a `gc --drop-damaged` in between makes its reads fail with the store's
 repair message). A collected query is one DataFrame in memory, as ``Store.frame``; no
 cross-call cache. Values equal ``Store.frame``'s: the first committed copy of a key is read,
-rows are ordered by ``row``, matrices are lists of rows (`featurestore.frame`).
+rows are ordered by ``row``, matrices are lists of rows (`prior.featurestore.frame`).
 """
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from featurestore.errors import NotFoundError, StoreError
-from featurestore.frame import PARSE_COLUMNS, view_entries
-from featurestore.missing import check_held
-from featurestore.selection import Coverage
-from featurestore.store import _read_arrays, _read_parquet, indexed_items
-from featurestore.tensors import nested_column
-from layouts.kinds import SentenceVector, WordIds
-from layouts.ragged import Ragged
-from layouts.views import View, column_name, view_of
+from prior.featurestore.errors import NotFoundError, StoreError
+from prior.featurestore.frame import PARSE_COLUMNS, view_entries
+from prior.featurestore.missing import check_held
+from prior.featurestore.selection import Coverage
+from prior.featurestore.store import _read_arrays, _read_parquet, indexed_items
+from prior.featurestore.tensors import nested_column
+from prior.layouts.kinds import SentenceVector, WordIds
+from prior.layouts.ragged import Ragged
+from prior.layouts.views import View, column_name, view_of
 
 if TYPE_CHECKING:
-    from featurestore.catalog import Segment
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.catalog import Segment
+    from prior.featurestore.store import EntryInfo, Store
 
 TEXT_COLUMNS = ("text_a", "text_b")
 _PARSE_TYPES: dict[str, pl.DataType] = {c: pl.List(pl.Int32 if c == "heads" else pl.String) for c in PARSE_COLUMNS}

@@ -37,12 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from featurestore.errors import NotFoundError
+from prior.featurestore.errors import NotFoundError
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from featurestore.store import EntryInfo, Store
+    from prior.featurestore.store import EntryInfo, Store
 
 
 # The parser a build uses and a read without a feature reads the parse of, unless told otherwise
@@ -197,7 +197,7 @@ def feature_args(entry: EntryInfo | None, name: str, built_by: str | None = None
                  params: Mapping[str, Any] | None = None) -> list[str]:
     """``--features …`` (and options) that build ``entry``, or a new entry of ``name`` with
     ``params`` as options when there is none yet (with the view's ``build_hint`` arguments)."""
-    from layouts.views import VIEWS
+    from prior.layouts.views import VIEWS
 
     if entry is not None and entry.build_args:
         return list(entry.build_args)
@@ -247,7 +247,7 @@ def select_entry(store: Store, name: str, *, dataset: str | None = None, split: 
     ``dataset``/``split`` (module docstring). Without a dataset the entry must be the only
     match in the store. ``built_by`` names the build feature for hints when the store has no
     entry of ``name`` yet (``dep`` for ``tfidf``)."""
-    from layouts.views import VIEWS
+    from prior.layouts.views import VIEWS
 
     request = request or Request()
     coverage = coverage or Coverage(store)

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from featurestore.errors import DataError
+from prior.featurestore.errors import DataError
 
 ENV = "PRIOR_STORAGE_OPTIONS"
 

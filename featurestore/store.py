@@ -35,20 +35,20 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from featurestore import keys as keymod
-from featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
-from featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
-from featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
-from featurestore.fs import StoreFS
-from featurestore.lease import check_live, claim
-from featurestore.names import check_name
-from featurestore.segment_cache import PARSE_SEGMENTS
-from featurestore.storage_options import resolve as resolve_storage_options
-from featurestore.tensors import flatten, read_flat_files, write_flat
-from layouts.kinds import Layout
-from layouts.kinds import from_json as layout_from_json
-from layouts.kinds import to_json as layout_json
-from layouts.ragged import Ragged
+from prior.featurestore import keys as keymod
+from prior.featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
+from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
+from prior.featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.lease import check_live, claim
+from prior.featurestore.names import check_name
+from prior.featurestore.segment_cache import PARSE_SEGMENTS
+from prior.featurestore.storage_options import resolve as resolve_storage_options
+from prior.featurestore.tensors import flatten, read_flat_files, write_flat
+from prior.layouts.kinds import Layout
+from prior.layouts.kinds import from_json as layout_from_json
+from prior.layouts.kinds import to_json as layout_json
+from prior.layouts.ragged import Ragged
 
 FORMAT: dict[str, Any] = {"format": "prior-store", "version": 1}
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
@@ -60,11 +60,11 @@ class EntryInfo:
 
     ``options`` are the build options (``prior build -o FEATURE.NAME=VALUE``) whose values
     differ from the feature's defaults: ``{}`` marks the entry a build without ``-o`` makes,
-    the one reads pick when no parameters are given (`featurestore.selection`). ``built_by``
+    the one reads pick when no parameters are given (`prior.featurestore.selection`). ``built_by``
     is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
     ``build_args`` are that build's command-line arguments for this entry (``--features dep
     -o dep.nu=0.25``, ``--embeddings FILE``), replayed in the build command an error prints.
-    ``layout`` says what the values are (`layouts.kinds`), so readers need no feature names.
+    ``layout`` says what the values are (`prior.layouts.kinds`), so readers need no feature names.
     None of these is part of the key: the key is ``name@version`` + params + parse. Entries
     written before they were recorded have ``options`` None (treated as default).
     """
@@ -231,7 +231,7 @@ def _read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[st
 
 def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
     """A feature segment's items of ``component``: its flat array with the offsets and shapes
-    of the segment's index (`featurestore.tensors`)."""
+    of the segment's index (`prior.featurestore.tensors`)."""
     def column(part: str) -> np.ndarray:
         return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
 
@@ -409,7 +409,7 @@ class Store:
     def pairs(self, dataset: str, split: str) -> pl.DataFrame:
         """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
         Rows whose sentences the store does not hold are a `MissingDataError`, never null texts."""
-        from featurestore.missing import check_held
+        from prior.featurestore.missing import check_held
 
         rows = self.pair_rows(dataset, split)
         texts = self.sentences()
@@ -526,10 +526,10 @@ class Store:
     def find_entry(self, name: str, *, params: Mapping[str, Any] | None = None, parse: str | None = None,
                    version: int | None = None, entry: str | None = None, dataset: str | None = None,
                    split: str | None = None) -> EntryInfo:
-        """The entry of feature ``name`` a read with these arguments uses (`featurestore.selection`):
+        """The entry of feature ``name`` a read with these arguments uses (`prior.featurestore.selection`):
         the default entry unless ``params`` or ``entry`` (a key prefix) say otherwise; with
         ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates."""
-        from featurestore.selection import Request, select_entry
+        from prior.featurestore.selection import Request, select_entry
 
         return select_entry(self, name, dataset=dataset, split=split, version=version,
                             request=Request(params=params, entry=entry, parse=parse))
@@ -537,7 +537,7 @@ class Store:
     def select(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
                entry: str | None = None, parse: str | None = None) -> list[EntryInfo]:
         """The entries ``frame(feature, …)`` with the same arguments reads (a view reads several)."""
-        from featurestore.frame import view_entries
+        from prior.featurestore.frame import view_entries
 
         return view_entries(self, feature, dataset=dataset, split=split, params=params, entry=entry,
                             parse=parse)
@@ -620,8 +620,8 @@ class Store:
 
         The entry read is the feature's default one unless ``params`` (e.g.
         ``{"preset": "uerbert-code"}``) or ``entry`` (a key prefix) pick another; it must hold
-        every pair of the split (`featurestore.selection`; `select` tells which entries)."""
-        from featurestore.frame import build_frame
+        every pair of the split (`prior.featurestore.selection`; `select` tells which entries)."""
+        from prior.featurestore.frame import build_frame
 
         return build_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry,
                            parse=parse)
@@ -630,8 +630,8 @@ class Store:
              entry: str | None = None, parse: str | None = None) -> pl.LazyFrame:
         """``frame(…)`` with the same arguments as a Polars LazyFrame: ``collect()`` gives the same
         frame, and a query reads only the segments and Parquet columns its filter and columns
-        need (`featurestore.scan`). The entry is selected, and bad arguments fail, here."""
-        from featurestore.scan import scan_frame
+        need (`prior.featurestore.scan`). The entry is selected, and bad arguments fail, here."""
+        from prior.featurestore.scan import scan_frame
 
         return scan_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse)
 
@@ -644,10 +644,10 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
     """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``.
     ``lease``: the id of a build's lease (``lease.py``) that this store's writes belong to.
     ``storage_options``: fsspec options for a URL (``{"endpoint_url": …, "key": …, "secret": …}``
-    for S3); None reads them from ``$PRIOR_STORAGE_OPTIONS`` (`featurestore.storage_options`).
+    for S3); None reads them from ``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.storage_options`).
     A store that cannot be reached or read is a one-line `StoreError`, raised here."""
     if location is None:
-        from featurestore.paths import default_store
+        from prior.featurestore.paths import default_store
 
         location = default_store()
     return Store(location, create=create, lease=lease, storage_options=storage_options)

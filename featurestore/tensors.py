@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from featurestore.errors import StoreError
-from featurestore.fs import StoreFS
-from layouts.ragged import Ragged
+from prior.featurestore.errors import StoreError
+from prior.featurestore.fs import StoreFS
+from prior.layouts.ragged import Ragged
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store

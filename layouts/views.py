@@ -2,7 +2,7 @@
 
 A view names the entries it joins (by entry name, the first is its main entry) and how their
 values combine per pair. ``Store.frame(name)`` and the trainers' loader read a registered view
-the same way: they select the view's entries (`featurestore.selection`), gather each entry's
+the same way: they select the view's entries (`prior.featurestore.selection`), gather each entry's
 values for the pairs read into `Ragged` arrays named like the frame's columns
 (:func:`column_name`: ``dep_trigram``, ``tfidf_a``, …) and call the view's ``combine``. Views
 are pure numpy functions of stored values: a paper's ablations are other views of one build,
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import PriorError
-from layouts.kinds import Layout, PairMatrix
-from layouts.ragged import Ragged
+from prior.featurestore.errors import PriorError
+from prior.layouts.kinds import Layout, PairMatrix
+from prior.layouts.ragged import Ragged
 
 #: the gathered values of a view's entries for the pairs read: column name → one item per pair
 Gathered = Mapping[str, Ragged]

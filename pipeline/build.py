@@ -7,7 +7,7 @@ task writes and commits its own segment, so a build killed part-way keeps what i
 and the rerun computes exactly the keys that are missing. Models and resources are loaded once
 per worker process (see ``worker.py``).
 
-A build holds a lease on the store while it runs (``featurestore.lease``): its segments are
+A build holds a lease on the store while it runs (``prior.featurestore.lease``): its segments are
 claimed, so ``prior store gc`` leaves them alone, and it first removes what dead builds left.
 Before its first commit it checks that it can finish (``preflight.py``): the store can be
 reached with the build's storage options and written (a ``memory://`` store is refused when
@@ -33,18 +33,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from featurestore import keys as K
-from featurestore import make_entry, open_store
-from featurestore.errors import DataError, NotFoundError, PriorError
-from featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
-from featurestore.names import name_problem
-from featurestore.progress import bars
-from featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
-from featurestore.selection import DEFAULT_PARSER
-from featurestore.store import EntryInfo, Store
-from pipeline import preflight, startup, worker
-from pipeline.features.context import BuildContext  # moved there; still importable from here
-from pipeline.parsers.base import MAX_WORDS, Parse, over_limit
+from prior.featurestore import keys as K
+from prior.featurestore import make_entry, open_store
+from prior.featurestore.errors import DataError, NotFoundError, PriorError
+from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
+from prior.featurestore.names import name_problem
+from prior.featurestore.progress import bars
+from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
+from prior.featurestore.selection import DEFAULT_PARSER
+from prior.featurestore.store import EntryInfo, Store
+from prior.pipeline import preflight, startup, worker
+from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
+from prior.pipeline.parsers.base import MAX_WORDS, Parse, over_limit
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class BuildOptions:
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
-        from pipeline.datasets import SPECS
+        from prior.pipeline.datasets import SPECS
 
         if self.dataset.lower() in SPECS:
             return {}
@@ -94,7 +94,7 @@ class BuildOptions:
     def dataset_args(self, data_dir: Path | None) -> list[str]:
         """The ``prior build`` arguments that read this dataset again (recorded with its pairs,
         replayed by the build line an incomplete read prints)."""
-        from pipeline.datasets import SPECS
+        from prior.pipeline.datasets import SPECS
 
         named = self.dataset.lower() in SPECS
         args = ["--dataset", self.dataset if named else str(Path(self.dataset).expanduser().resolve())]
@@ -220,7 +220,7 @@ class _Runner:
         if self.options.scheduler:
             self.client = preflight.connect(self.options.scheduler)
         else:
-            from featurestore.paths import prior_home
+            from prior.featurestore.paths import prior_home
 
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)
@@ -367,9 +367,9 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     sentences the store already holds is taken from the store without parsing the file again.
     Each split's new sentences are committed before its pairs, so no kill leaves pairs that
     reference sentences the store lacks."""
-    from pipeline.datasets import read_split
-    from pipeline.datasets.api import source_of
-    from pipeline.datasets.resolve import data_dir_from_env
+    from prior.pipeline.datasets import read_split
+    from prior.pipeline.datasets.api import source_of
+    from prior.pipeline.datasets.resolve import data_dir_from_env
 
     stage = StageReport("read")
     t0 = time.perf_counter()
@@ -537,7 +537,7 @@ def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str
 def default_splits(dataset: str, data_dir: Path | None = None, *, hub: bool = False) -> tuple[str, ...]:
     """Every split of a named dataset that can be read now from a local file (and, with
     ``hub``, from the Hugging Face hub); a file given by path is one split called "all"."""
-    from pipeline.datasets import SPECS, list_datasets
+    from prior.pipeline.datasets import SPECS, list_datasets
 
     if dataset.lower() not in SPECS and Path(dataset).expanduser().is_file():
         return ("all",)
@@ -558,7 +558,7 @@ def default_splits(dataset: str, data_dir: Path | None = None, *, hub: bool = Fa
 def _parser_fingerprint(spec: str) -> dict[str, Any]:
     """The parser's identity, from its model files without loading the model where the backend
     allows it (keeps a no-op rebuild fast)."""
-    from pipeline.parsers import fingerprint_of
+    from prior.pipeline.parsers import fingerprint_of
 
     return dict(fingerprint_of(spec))
 
@@ -569,7 +569,7 @@ def build(options: BuildOptions) -> BuildReport:
     Steps: check the settings; take the store's lease; tidy what dead builds left; check
     resources before the first commit; ingest the splits; parse what the store has not parsed;
     prepare every feature in the driver and run all their partitions on the workers."""
-    from pipeline.features.registry import plan_features
+    from prior.pipeline.features.registry import plan_features
 
     t_start = time.perf_counter()
     _check_settings(options)
@@ -621,7 +621,7 @@ def build(options: BuildOptions) -> BuildReport:
 def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> None:
     """The classes of a file read by path and how many pairs each has, per split: a file's
     labels are taken as they are written, so a typo makes a class of its own and shows here."""
-    from pipeline.datasets import SPECS
+    from prior.pipeline.datasets import SPECS
 
     if options.dataset.lower() in SPECS or options.read_kwargs().get("label") is None:
         return
@@ -789,7 +789,7 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
 def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:
     """What the store records of how an entry was built: its non-default options (``{}``: the
     default entry reads pick) and the build arguments that make it again."""
-    from pipeline.features.registry import entry_options
+    from prior.pipeline.features.registry import entry_options
 
     chosen = entry_options(feature, options.feature_options.get(built_by, {}))
     args = ["--features", built_by]

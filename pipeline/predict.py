@@ -1,14 +1,14 @@
 """Features of new sentence pairs, built exactly as a trained model's store entries were: the
-pipeline half of `prior predict` (the model half is `trainers.predict`).
+pipeline half of `prior predict` (the model half is `prior.trainers.predict`).
 
 A checkpoint records the store entries its feature was read from (their keys, parameters and
-parse). :func:`build_pairs` builds the same entries for new pairs with :func:`pipeline.build.build`:
+parse). :func:`build_pairs` builds the same entries for new pairs with :func:`prior.pipeline.build.build`:
 
 - the same parse: the parser spec must give the recorded parse id, else `PredictMismatchError`
   before anything is parsed. The spec is the caller's ``parser`` (the person running it may
   name any parser) or else ``recorded_parser`` (what the checkpoint or its training store
   recorded), which may name only a parser that loads no pickle
-  (`pipeline.parsers.check_recorded_spec`), checked before any parser file is opened;
+  (`prior.pipeline.parsers.check_recorded_spec`), checked before any parser file is opened;
 - the same parameters: each entry's recorded options go to its feature set, and what a build
   would count from the dataset being built (DAFA's IDF table, GiBERT's vocabulary) is taken
   from the recorded parameters instead (`Feature.restore`), so new sentences get the weights
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from featurestore import keys as K
-from featurestore import open_store
-from featurestore.errors import DataError, PriorError, StoreError
-from featurestore.store import EntryInfo, Store
+from prior.featurestore import keys as K
+from prior.featurestore import open_store
+from prior.featurestore.errors import DataError, PriorError, StoreError
+from prior.featurestore.store import EntryInfo, Store
 
 _RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")
 
@@ -72,7 +72,7 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
     if (pairs is None) == (file is None):
         raise PriorError("give pairs or a file, not both or neither")
     if parser is None and recorded_parser is not None:
-        from pipeline.parsers import check_recorded_spec
+        from prior.pipeline.parsers import check_recorded_spec
 
         parser = check_recorded_spec(recorded_parser, recorded_in)  # before any parser file is opened
     with tempfile.TemporaryDirectory(prefix="prior-predict-") as tmp:
@@ -89,9 +89,9 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
 def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
            text_a: str, text_b: str, resources: str | None, workers: int, progress: bool,
            storage_options: Mapping[str, Any] | None) -> BuiltPairs:
-    from pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, build
-    from pipeline.datasets.lines import file_sha256
-    from pipeline.parsers import fingerprint_of
+    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, build
+    from prior.pipeline.datasets.lines import file_sha256
+    from prior.pipeline.parsers import fingerprint_of
 
     if not file.is_file():
         raise PriorError(f"no such file: {file}")

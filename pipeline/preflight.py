@@ -6,7 +6,7 @@ once, in one line naming the cause, and leaves nothing half-done behind.
   is one `StoreError` line, before anything else is read or written. A ``memory://`` store is
   refused when worker processes would write it (each process has its own memory).
 - The store can be written: taking the build's lease writes (and reads back) its lease file
-  (``featurestore.lease``), before this module runs.
+  (``prior.featurestore.lease``), before this module runs.
 - An external scheduler (``--scheduler``) answers within ``$PRIOR_SCHEDULER_TIMEOUT`` seconds
   (default 5) and has workers.
 - Every worker has what its tasks need (:func:`worker_problems`): the parser's model, with the
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from featurestore.envvars import positive_number
-from featurestore.errors import ResourceError
+from prior.featurestore.envvars import positive_number
+from prior.featurestore.errors import ResourceError
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
@@ -67,9 +67,9 @@ def feature_problems(features: Sequence[Any]) -> list[str]:
 def worker_problems(store_url: str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
                     features: Sequence[Any], storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Runs on a worker: what this process lacks to do its tasks (empty when nothing)."""
-    from featurestore import open_store
-    from featurestore.lease import probe_writable
-    from pipeline.parsers import fingerprint_of
+    from prior.featurestore import open_store
+    from prior.featurestore.lease import probe_writable
+    from prior.pipeline.parsers import fingerprint_of
 
     problems = []
     try:

@@ -67,8 +67,8 @@ def _cnn_spacy(parser_spec: str) -> bool:
     name, _, arg = parser_spec.partition(":")
     if name != "spacy":
         return False
-    from featurestore.errors import ResourceError
-    from pipeline.parsers.spacy_backend import find_spacy_model, needs_torch
+    from prior.featurestore.errors import ResourceError
+    from prior.pipeline.parsers.spacy_backend import find_spacy_model, needs_torch
 
     try:
         return not needs_torch(arg or find_spacy_model())

@@ -7,12 +7,12 @@ A failing batch is retried item by item so that one bad sentence costs one count
 never the partition.
 
 Every task gets a *guard*, ``(lease id, known segment ids)``: it writes under the build's lease
-(``featurestore.lease``), and right before computing it drops the keys that another build
+(``prior.featurestore.lease``), and right before computing it drops the keys that another build
 committed since the driver planned the partition (segments of the same parse or entry that are
 neither in ``known`` nor its own build's). That costs one catalog read per task and, only when
 another build committed meanwhile, a read of the keys of its new segments.
 
-Every task also gets the build's storage options (``featurestore.storage_options``): a worker
+Every task also gets the build's storage options (``prior.featurestore.storage_options``): a worker
 opens the store with those, never with options from its own environment. None (a direct call
 outside a build) reads ``$PRIOR_STORAGE_OPTIONS`` as `open_store` does.
 """
@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from featurestore import open_store
-from featurestore.catalog import Segment
-from featurestore.errors import NotFoundError
-from featurestore.store import EntryInfo, Store
-from pipeline import startup
-from pipeline.parsers.base import Parse
+from prior.featurestore import open_store
+from prior.featurestore.catalog import Segment
+from prior.featurestore.errors import NotFoundError
+from prior.featurestore.store import EntryInfo, Store
+from prior.pipeline import startup
+from prior.pipeline.parsers.base import Parse
 
 _FEATURES: dict[tuple[str, str], Any] = {}
 _process_ready = False
@@ -61,7 +61,7 @@ def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: M
                     device: str = "auto", storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
     worker's GPU if it has one)."""
-    from pipeline.parsers import get_parser
+    from prior.pipeline.parsers import get_parser
 
     _set_up_process()
     store = open_store(store_url, lease=guard[0], storage_options=storage_options)

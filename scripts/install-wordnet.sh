@@ -2,7 +2,7 @@
 # Make WordNet 3.0 available to `prior` without nltk.download (which needs the network).
 # Order: already there (Debian's /usr/share/wordnet, or nltk data) -> apt-get install as root
 # -> apt-get download + unpack into $PRIOR_HOME/wordnet-debian (no root needed; then
-# `pipeline.resources.wordnet` finds it through PRIOR_WORDNET_DIR or that default place).
+# `prior.pipeline.resources.wordnet` finds it through PRIOR_WORDNET_DIR or that default place).
 set -euo pipefail
 if [ -f /usr/share/wordnet/data.noun ]; then echo "wordnet: /usr/share/wordnet"; exit 0; fi
 if python3 - <<'PY' 2>/dev/null

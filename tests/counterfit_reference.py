@@ -13,8 +13,15 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from pipeline.embeddings.counterfit import CounterfitResult, CounterfitSettings, _inputs, _keys, mean_cosine, normalise
-from pipeline.embeddings.io import Embeddings
+from prior.pipeline.embeddings.counterfit import (
+    CounterfitResult,
+    CounterfitSettings,
+    _inputs,
+    _keys,
+    mean_cosine,
+    normalise,
+)
+from prior.pipeline.embeddings.io import Embeddings
 
 CHUNK = 1 << 17  # pairs handled at once (bounds memory: CHUNK × dim floats per array)
 
@@ -61,7 +68,7 @@ def reference_counterfit(emb: Embeddings, synonyms: Iterable[tuple[str, str]],
                antonyms: Iterable[tuple[str, str]], settings: CounterfitSettings = CounterfitSettings(),
                progress: Callable[[int, float], None] | None = None,
                renormalise: str = "all") -> CounterfitResult:
-    """The former ``pipeline.embeddings.counterfit.counterfit``, unchanged with the default
+    """The former ``prior.pipeline.embeddings.counterfit.counterfit``, unchanged with the default
     ``renormalise="all"``. ``renormalise="moved"`` renormalises only the words that moved, the
     one change of the vectorised implementation (its module docstring, "Switching terms")."""
     import torch

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import StoreError, checked, open_store
-from featurestore.catalog import CATALOG, record_checksum
-from featurestore.maintenance import gc_store, verify_store
-from pipeline.build import build
+from prior.cli.main import app
+from prior.featurestore import StoreError, checked, open_store
+from prior.featurestore.catalog import CATALOG, record_checksum
+from prior.featurestore.maintenance import gc_store, verify_store
+from prior.pipeline.build import build
 from tests.test_build import _frame_rows, _opts
 from tests.test_store import toy  # noqa: F401 - fixture: a store with pairs, parses, wup and sdoi
 
@@ -299,7 +299,7 @@ def _gc_during_build(tmp_path: Path, name: str, workers: int = 2) -> tuple[int, 
 def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build(tmp_path, monkeypatch):
     """Deterministic form of the race: a forced gc, then a plain one, runs between writing each
     segment's files and committing them (the moment a forced gc can remove uncommitted files)."""
-    import featurestore.store as store_module
+    import prior.featurestore.store as store_module
 
     build(_opts(tmp_path / "clean", limit=24))
     location = tmp_path / "raced"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from prior.cli.main import app
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 
@@ -151,8 +151,8 @@ def test_bad_prior_json_is_one_line(trained: tuple[Path, Path], tmp_path: Path, 
 def test_checkpoint_records_checksums_and_refuses_a_flipped_weight(trained: tuple[Path, Path], tmp_path: Path) -> None:
     """A byte flipped inside the tensor data (the header still valid) loads fine without the
     checksum, with different weights: the checksum is what refuses it."""
-    from trainers.checkpoint import CheckpointError, sha256_of
-    from trainers.loop import load_checkpoint
+    from prior.trainers.checkpoint import CheckpointError, sha256_of
+    from prior.trainers.loop import load_checkpoint
 
     store, best = trained
     meta = json.loads((best / "prior.json").read_text())
@@ -177,10 +177,10 @@ def test_old_checkpoint_loads_with_a_warning(trained: tuple[Path, Path], tmp_pat
                                              caplog: pytest.LogCaptureFixture) -> None:
     store, best = trained
     folder = damaged(best, tmp_path, lambda d: None, old=True)
-    with caplog.at_level(logging.WARNING, logger="trainers.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="prior.trainers.checkpoint"):
         result = CliRunner().invoke(app, ["eval", str(folder), "--store", str(store), "--split", "test"])
     assert result.exit_code == 0, result.output
-    warned = [r.getMessage() for r in caplog.records if r.name == "trainers.checkpoint"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "prior.trainers.checkpoint"]
     assert len(warned) == 1 and "records no checksums" in warned[0] and "\n" not in warned[0]
     assert result.output.strip().splitlines()[-1].startswith("accuracy=")
 

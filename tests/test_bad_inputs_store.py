@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from featurestore.catalog import new_segment_id
-from featurestore.lease import MAX_SECONDS
-from featurestore.maintenance import gc_store, verify_store
-from pipeline.build import BuildOptions, _log_to_file, build
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.featurestore.catalog import new_segment_id
+from prior.featurestore.lease import MAX_SECONDS
+from prior.featurestore.maintenance import gc_store, verify_store
+from prior.pipeline.build import BuildOptions, _log_to_file, build
 
 runner = CliRunner()
 
@@ -210,7 +210,7 @@ def test_disk_full_under_dask_workers_is_one_line_without_their_log(tmp_path):
         pytest.skip("cannot mount a tmpfs here")
     try:
         env = dict(os.environ, PRIOR_NO_PROGRESS="1")
-        proc = subprocess.run([sys.executable, "-m", "cli.main", "build", "--dataset", "rte", "--split", "dev",
+        proc = subprocess.run([sys.executable, "-m", "prior.cli.main", "build", "--dataset", "rte", "--split", "dev",
                                "--limit", "60", "--features", "sdoi", "--parser", "spacy", "--workers", "2",
                                "--partition-size", "10", "--store", str(mount / "st")],
                               env=env, capture_output=True, text=True, timeout=300)

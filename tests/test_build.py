@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from featurestore import NotFoundError, PriorError, open_store
-from pipeline.build import BuildOptions, _partitions, build
-from pipeline.features.sdoi import sdoi_mask
-from pipeline.parsers import get_parser
+from prior.featurestore import NotFoundError, PriorError, open_store
+from prior.pipeline.build import BuildOptions, _partitions, build
+from prior.pipeline.features.sdoi import sdoi_mask
+from prior.pipeline.parsers import get_parser
 
 
 def _opts(store, **kw) -> BuildOptions:
@@ -65,7 +65,7 @@ def test_weighted_partitions_put_long_sentences_apart():
 
 
 def test_build_snli_slice_then_noop_rerun(tmp_path):
-    from featurestore.segment_cache import PARSE_SEGMENTS
+    from prior.featurestore.segment_cache import PARSE_SEGMENTS
 
     report = build(_opts(tmp_path / "s"))
     assert len(PARSE_SEGMENTS) == 0  # the in-process build's tasks cached parse segments, then let go
@@ -118,7 +118,7 @@ def test_build_counts_unusable_rows_and_handles_long_sentences(tmp_path):
 
 
 def test_build_failing_item_is_counted_and_retried_on_rerun(tmp_path, monkeypatch):
-    from pipeline.features import sdoi as sdoi_mod
+    from prior.pipeline.features import sdoi as sdoi_mod
 
     real = sdoi_mod.sdoi_mask
     bad_len = len(get_parser("spacy").parse(["Two women are embracing while holding to go packages."])[0])
@@ -166,8 +166,8 @@ def test_malformed_segment_cache_bound_fails_before_any_work(tmp_path, monkeypat
 def test_local_workers_keep_glibc_malloc_defaults_and_skip_pandas(tmp_path, monkeypatch):
     """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ in its workers: spaCy then parses 20 % slower.
     The build's workers write the store without pyarrow importing pandas (0.17 s each)."""
-    from pipeline import worker
-    from pipeline.build import _Runner
+    from prior.pipeline import worker
+    from prior.pipeline.build import _Runner
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     runner = _Runner(_opts(tmp_path / "s", workers=1))
@@ -195,7 +195,7 @@ def _committed(store_dir, kind):
 def test_build_killed_midway_then_rerun_equals_uninterrupted(tmp_path):
     """SIGKILL after some partitions committed; the rerun fills exactly the gap."""
     build(_opts(tmp_path / "ref", limit=40))
-    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
+    cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
            "--parser", "spacy", "--limit", "40", "--workers", "0", "--partition-size", "8",
            "--store", str(tmp_path / "killed")]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
@@ -208,7 +208,7 @@ def test_build_killed_midway_then_rerun_equals_uninterrupted(tmp_path):
     report = build(_opts(tmp_path / "killed", limit=40))
     assert report.stage("parse").reused > 0
     assert _frame_rows(tmp_path / "killed") == _frame_rows(tmp_path / "ref")
-    from featurestore.maintenance import verify_store
+    from prior.featurestore.maintenance import verify_store
 
     assert verify_store(open_store(tmp_path / "killed")).ok
 

@@ -2,8 +2,8 @@ import os
 
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
+from prior.cli.main import app
+from prior.featurestore import open_store
 
 runner = CliRunner()
 
@@ -59,7 +59,7 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
     assert env.exit_code == 0
     assert str(tmp_path / "dd") in env.output and "PRIOR_STORE" in env.output and "torch" in env.output
     assert "wordnet hierarchy table" in env.output or "not found" in env.output  # WordNet installed or not
-    from pipeline.parsers.spacy_backend import find_spacy_model
+    from prior.pipeline.parsers.spacy_backend import find_spacy_model
 
     (model_line,) = [line for line in env.output.splitlines() if line.startswith("spaCy model")]
     assert find_spacy_model() in model_line and "not installed" not in env.output
@@ -72,7 +72,7 @@ def test_cli_datasets_fits_80_columns_without_cutting_a_path(monkeypatch):
     assert result.exit_code == 0 and "…" not in result.output
     assert max(map(len, result.output.splitlines())) <= 80
     # paths are shown relative to the folder named once above the table
-    from pipeline.datasets.resolve import bundled_dir
+    from prior.pipeline.datasets.resolve import bundled_dir
 
     assert result.output.count(str(bundled_dir())) == 1 and "(bundled)" in result.output
 

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import featurestore.compact as compact_module
-from cli.main import app
-from featurestore import StoreError, open_store
-from featurestore.compact import compact_store, plan
-from featurestore.lease import Lease
-from featurestore.maintenance import gc_store, verify_store
-from pipeline.build import build
+import prior.featurestore.compact as compact_module
+from prior.cli.main import app
+from prior.featurestore import StoreError, open_store
+from prior.featurestore.compact import compact_store, plan
+from prior.featurestore.lease import Lease
+from prior.featurestore.maintenance import gc_store, verify_store
+from prior.pipeline.build import build
 from tests.test_kill_commits import _opts, frames
 
 FEATURES = ("sdoi", "wup")
@@ -243,8 +243,8 @@ def test_compact_in_memory_store(tmp_path: Path) -> None:
 
 _SUBPROCESS = """
 import os, sys
-import featurestore.compact as compact_module
-from featurestore import open_store
+import prior.featurestore.compact as compact_module
+from prior.featurestore import open_store
 n, events = int(sys.argv[2]), []
 def dying(real):
     def call(*args, **kwargs):

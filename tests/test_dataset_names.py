@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
+from prior.cli.main import app
+from prior.featurestore import open_store
 
 runner = CliRunner()
 
@@ -99,9 +99,9 @@ def test_a_name_that_cannot_be_a_path_is_refused_before_any_work(tmp_path: Path)
 def test_a_split_held_as_read_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild of a split whose file, reading options and rows the store holds takes its
     keys from the store: the file is not read again, and the result is the same."""
-    import pipeline.datasets as datasets
-    from pipeline.build import BuildOptions
-    from pipeline.build import build as run_build
+    import prior.pipeline.datasets as datasets
+    from prior.pipeline.build import BuildOptions
+    from prior.pipeline.build import build as run_build
 
     data = write_csv(tmp_path / "pairs.csv", ROWS)
     options = BuildOptions(dataset=str(data), features=("sdoi",), parser="spacy", workers=0,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from featurestore.errors import DataError, NotFoundError, PriorError
-from pipeline.datasets import read_split
+from prior.featurestore.errors import DataError, NotFoundError, PriorError
+from prior.pipeline.datasets import read_split
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.datasets import read_split
-from pipeline.datasets.labels import SNLI_NO_GOLD
+from prior.pipeline.datasets import read_split
+from prior.pipeline.datasets.labels import SNLI_NO_GOLD
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.datasets import read_split
+from prior.pipeline.datasets import read_split
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = next((p for p in (REPO.parent / "shared" / "data", Path("/work/shared/data"))

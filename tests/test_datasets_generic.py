@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from featurestore.errors import DataError, NotFoundError
-from pipeline.datasets import read_file
+from prior.featurestore.errors import DataError, NotFoundError
+from prior.pipeline.datasets import read_file
 
 
 def test_datasets_generic_csv_quoted_multiline(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.datasets import read_split
-from pipeline.datasets.labels import SNLI_NO_GOLD, TWITTER_DEBATABLE
+from prior.pipeline.datasets import read_split
+from prior.pipeline.datasets.labels import SNLI_NO_GOLD, TWITTER_DEBATABLE
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"

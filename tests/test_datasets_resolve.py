@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from featurestore.errors import NotFoundError
-from pipeline.datasets import dataset_splits, list_datasets, read_split
-from pipeline.datasets.labels import SNLI_NO_GOLD
-from pipeline.datasets.resolve import bundled_dir
+from prior.featurestore.errors import NotFoundError
+from prior.pipeline.datasets import dataset_splits, list_datasets, read_split
+from prior.pipeline.datasets.labels import SNLI_NO_GOLD
+from prior.pipeline.datasets.resolve import bundled_dir
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
@@ -134,7 +134,7 @@ def fake_datasets(monkeypatch: pytest.MonkeyPatch, rows: list[dict], label_featu
     mod.load_dataset = load_dataset  # type: ignore[attr-defined]
     mod.__spec__ = types.SimpleNamespace(name="datasets")  # type: ignore[assignment]
     monkeypatch.setitem(sys.modules, "datasets", mod)
-    monkeypatch.setattr("pipeline.datasets.hub.hub_unreachable", lambda: None)  # the fake needs no network
+    monkeypatch.setattr("prior.pipeline.datasets.hub.hub_unreachable", lambda: None)  # the fake needs no network
     monkeypatch.setattr("importlib.util.find_spec",
                         lambda name, *a: object() if name == "datasets" else None)
     monkeypatch.delenv("PRIOR_NO_HUB")
@@ -176,7 +176,7 @@ def test_datasets_hub_unlabelled_test_and_offline(monkeypatch: pytest.MonkeyPatc
 
 
 def test_datasets_hub_failure_is_not_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from pipeline.datasets import registry
+    from prior.pipeline.datasets import registry
 
     calls: list = []
     fake_datasets(monkeypatch, [], _ClassLabel([]), calls)

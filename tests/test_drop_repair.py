@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from featurestore.maintenance import verify_store
-from featurestore.missing import MissingDataError
-from pipeline.build import BuildOptions, build
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.featurestore.maintenance import verify_store
+from prior.featurestore.missing import MissingDataError
+from prior.pipeline.build import BuildOptions, build
 
 runner = CliRunner()
 SPLITS = ("dev", "test", "train")

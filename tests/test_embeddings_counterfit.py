@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
-from pipeline.embeddings.io import Embeddings
+from prior.pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
+from prior.pipeline.embeddings.io import Embeddings
 
 
 def cos(emb: Embeddings, a: str, b: str) -> float:
@@ -129,7 +129,7 @@ def test_embeddings_counterfit_wordnet_constraints_by_word_equal_full_walk(wordn
 
 @pytest.mark.slow
 def test_embeddings_counterfit_real_wordnet() -> None:
-    from pipeline.resources.wordnet import load_wordnet
+    from prior.pipeline.resources.wordnet import load_wordnet
 
     syn, ant = wordnet_constraints(load_wordnet(), vocabulary={"good", "bad", "big", "large",
                                                                "small", "hot", "cold"})
@@ -146,8 +146,8 @@ def test_embeddings_counterfit_center_option_and_mean_cosine() -> None:
 
 
 def test_embeddings_counterfit_file_with_spaced_words(tmp_path: Path) -> None:
-    from pipeline.embeddings.io import read_embeddings
-    from pipeline.embeddings.make import counterfit_embeddings
+    from prior.pipeline.embeddings.io import read_embeddings
+    from prior.pipeline.embeddings.make import counterfit_embeddings
 
     glove = tmp_path / "glove.txt"
     glove.write_text("good 1 0.1 0\nat & t 0 1 0\nfine 0.1 1 0.1\nbad 1 0.2 0\n", encoding="utf-8")
@@ -181,7 +181,7 @@ def test_embeddings_counterfit_matches_reference_on_every_path(monkeypatch: pyte
                                                                 dense: str) -> None:
     """Same terms, same Jacobi update, same words renormalised: only float32 rounding differs
     (no hinge of these inputs is within rounding of its switch, so no term switches)."""
-    import pipeline.embeddings.counterfit as cf
+    import prior.pipeline.embeddings.counterfit as cf
     from tests.counterfit_reference import reference_counterfit
 
     monkeypatch.setattr(cf, "BLOCK", 32)
@@ -215,7 +215,7 @@ def test_embeddings_counterfit_unmoved_words_keep_their_bits(monkeypatch: pytest
                                                              density: float) -> None:
     """Without synonym and antonym terms nothing moves: every VSP term starts at exactly 0 and
     stays there, on both paths (renormalising unmoved words would switch some on by rounding)."""
-    import pipeline.embeddings.counterfit as cf
+    import prior.pipeline.embeddings.counterfit as cf
 
     monkeypatch.setattr(cf, "BLOCK", 32)
     monkeypatch.setattr(cf, "DENSE_MIN_DENSITY", density)
@@ -228,7 +228,7 @@ def test_embeddings_counterfit_unmoved_words_keep_their_bits(monkeypatch: pytest
 # --------------------------------------------------------------------------- the command
 @pytest.fixture
 def fake_wordnet(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pipeline.resources.wordnet as wordnet
+    import prior.pipeline.resources.wordnet as wordnet
 
     monkeypatch.setattr(wordnet, "load_wordnet", lambda *a, **k: FakeWordNet())
     monkeypatch.setattr(wordnet, "wordnet_version", lambda *a, **k: "fake")
@@ -238,8 +238,8 @@ def test_embeddings_counterfit_cli_positional_input_and_bars(tmp_path: Path, fak
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from cli.main import app
-    from pipeline.embeddings.io import read_embeddings, write_word2vec_text
+    from prior.cli.main import app
+    from prior.pipeline.embeddings.io import read_embeddings, write_word2vec_text
 
     emb = toy()
     source = write_word2vec_text(tmp_path / "toy.vec", emb.words, emb.vectors)

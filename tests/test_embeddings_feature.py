@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from featurestore import open_store
-from featurestore.errors import PriorError, ResourceError
-from pipeline.embeddings.io import read_embeddings, write_word2vec_text
-from pipeline.embeddings.table import load_embeddings
-from pipeline.features.emb import EmbFeature, oov_rates, oov_stats, word_ids
-from pipeline.parsers.base import Parse
+from prior.featurestore import open_store
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.pipeline.embeddings.io import read_embeddings, write_word2vec_text
+from prior.pipeline.embeddings.table import load_embeddings
+from prior.pipeline.features.emb import EmbFeature, oov_rates, oov_stats, word_ids
+from prior.pipeline.parsers.base import Parse
 
 
 def mk(words: list[str]) -> Parse:
@@ -50,7 +50,7 @@ def test_embeddings_feature_needs_vocabulary() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     root = tmp_path_factory.mktemp("emb")
     vectors = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
@@ -93,9 +93,9 @@ def test_embeddings_feature_missing_file_is_explained(tmp_path: Path) -> None:
 
 def test_embeddings_feature_train_and_counterfit_from_store(built: tuple[Path, Path],
                                                             tmp_path: Path) -> None:
-    from pipeline.embeddings.counterfit import CounterfitSettings
-    from pipeline.embeddings.make import counterfit_embeddings, train_dependency_embeddings
-    from pipeline.embeddings.sgns import SgnsSettings
+    from prior.pipeline.embeddings.counterfit import CounterfitSettings
+    from prior.pipeline.embeddings.make import counterfit_embeddings, train_dependency_embeddings
+    from prior.pipeline.embeddings.sgns import SgnsSettings
 
     store = open_store(built[0], create=False)
     made = train_dependency_embeddings(store, tmp_path / "deps.txt",
@@ -124,7 +124,7 @@ def test_embeddings_feature_train_command_bar(built: tuple[Path, Path], tmp_path
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from prior.cli.main import app
 
     args = ["embed", "train", "--contexts", "dep", "--store", str(built[0]), "--dim", "8",
             "--epochs", "2", "--min-count", "1"]
@@ -140,9 +140,9 @@ def test_embeddings_feature_train_command_bar(built: tuple[Path, Path], tmp_path
 
 def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Path, Path],
                                                                 tmp_path: Path) -> None:
-    from featurestore.errors import DataError
-    from featurestore.maintenance import verify_store
-    from pipeline.build import BuildOptions, build
+    from prior.featurestore.errors import DataError
+    from prior.featurestore.maintenance import verify_store
+    from prior.pipeline.build import BuildOptions, build
 
     store_path, emb_file = built
     lines = emb_file.read_text(encoding="utf-8").splitlines()
@@ -192,7 +192,7 @@ def test_embeddings_feature_reports_oov_per_split(built: tuple[Path, Path]) -> N
 def test_embeddings_feature_oov_cli(built: tuple[Path, Path]) -> None:
     from typer.testing import CliRunner
 
-    from cli.embed import app
+    from prior.cli.embed import app
 
     store_path, _ = built
     entry = open_store(store_path, create=False).find_entry("emb")
@@ -206,7 +206,7 @@ def test_embeddings_feature_oov_cli(built: tuple[Path, Path]) -> None:
 
 
 def test_embeddings_feature_restricted_index_gives_the_same_ids() -> None:
-    from pipeline.features.emb import LOOKUPS, restrict_index
+    from prior.pipeline.features.emb import LOOKUPS, restrict_index
 
     index = {"The": 0, "the": 1, "Paris": 2, "paris": 3, "cat": 4, "unused": 5, "CAT": 6}
     sentence = ["The", "PARIS", "Paris", "cat", "Cat", "dog"]
@@ -217,9 +217,9 @@ def test_embeddings_feature_restricted_index_gives_the_same_ids() -> None:
 
 
 def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -> None:
-    from featurestore.errors import NotFoundError
-    from pipeline.build import BuildOptions
-    from pipeline.features.registry import features_for
+    from prior.featurestore.errors import NotFoundError
+    from prior.pipeline.build import BuildOptions
+    from prior.pipeline.features.registry import features_for
 
     with pytest.raises(ResourceError, match="--embeddings PATH"):
         features_for(("dep", "emb"), BuildOptions(dataset="sick"))
@@ -234,8 +234,8 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
                                                          tmp_path: Path) -> None:
     import shutil
 
-    from pipeline.build import BuildOptions, build
-    from pipeline.embeddings.io import write_word2vec_binary
+    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.embeddings.io import write_word2vec_binary
 
     store_path = Path(shutil.copytree(built[0], tmp_path / "store"))  # leave the shared store as it is
     emb_file = built[1]
@@ -273,8 +273,8 @@ def test_embeddings_feature_new_pairs_get_the_entry_vocabulary(built: tuple[Path
     (same key), restored instead of read from a file, and the new sentences get its ids. The
     fixture's build ran in this process too: its copy of the feature, cut to the fixture's
     words (no "."), must not serve these sentences."""
-    from featurestore import keys as K
-    from pipeline.predict import build_pairs
+    from prior.featurestore import keys as K
+    from prior.pipeline.predict import build_pairs
 
     source = open_store(built[0], create=False)
     entry = source.find_entry("emb")

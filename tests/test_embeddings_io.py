@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from featurestore.errors import DataError, NotFoundError
-from pipeline.embeddings.io import detect_format, read_embeddings, write_word2vec_binary, write_word2vec_text
+from prior.featurestore.errors import DataError, NotFoundError
+from prior.pipeline.embeddings.io import detect_format, read_embeddings, write_word2vec_binary, write_word2vec_text
 
 WORDS = ["the", "Cat", "naïve", "dog"]
 VECS = np.array([[0.5, -1.0, 2.0], [1e-3, 0.0, -3.25], [1.0, 1.0, 1.0], [0.1, 0.2, 0.3]],

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featurestore.errors import DataError
-from pipeline.embeddings.depcontexts import corpus_contexts, dependency_contexts
-from pipeline.embeddings.sgns import SgnsSettings, train_sgns
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import DataError
+from prior.pipeline.embeddings.depcontexts import corpus_contexts, dependency_contexts
+from prior.pipeline.embeddings.sgns import SgnsSettings, train_sgns
+from prior.pipeline.parsers.base import Parse
 
 
 def mk(words: list[str], heads: list[int], rels: list[str]) -> Parse:

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
 from tests.trainers_fixtures import tiny_backbone
 
 runner = CliRunner()
@@ -207,7 +207,7 @@ def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_pa
     options, as older stores have them): the read lists both with the flag that picks each."""
     import shutil
 
-    from featurestore import make_entry
+    from prior.featurestore import make_entry
 
     copy = tmp_path / "store"
     shutil.copytree(store_path, copy)

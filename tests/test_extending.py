@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
+from prior.cli.main import app
+from prior.featurestore import open_store
 from tests.trainers_fixtures import tiny_backbone
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -29,8 +29,8 @@ def load(name: str):
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch):
-    import pipeline.features.registry as features
-    import trainers.models as models
+    import prior.pipeline.features.registry as features
+    import prior.trainers.models as models
 
     monkeypatch.setattr(features, "FEATURE_SETS", dict(features.FEATURE_SETS))
     monkeypatch.setattr(models, "MODELS", dict(models.MODELS))

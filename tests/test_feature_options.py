@@ -4,12 +4,12 @@ entry keys."""
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from featurestore.errors import PriorError
-from pipeline.build import BuildOptions
-from pipeline.features.options import parse_feature_options, parse_value
-from pipeline.features.registry import features_for
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.featurestore.errors import PriorError
+from prior.pipeline.build import BuildOptions
+from prior.pipeline.features.options import parse_feature_options, parse_value
+from prior.pipeline.features.registry import features_for
 
 runner = CliRunner()
 
@@ -84,7 +84,7 @@ def test_cli_option_makes_a_second_entry_beside_the_default(tmp_path):
 
 
 def test_cli_sdoi_span_interval_is_an_entry_beside_the_unchanged_default(tmp_path):
-    from pipeline.features.sdoi import SdoiFeature
+    from prior.pipeline.features.sdoi import SdoiFeature
 
     store_dir = tmp_path / "s"
     assert _build(store_dir, features="sdoi").exit_code == 0

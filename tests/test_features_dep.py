@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from featurestore.errors import DataError, PriorError
-from pipeline.features.dep import DepFeature, depths, subgraph_matrix, trigram_matrix
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import DataError, PriorError
+from prior.pipeline.features.dep import DepFeature, depths, subgraph_matrix, trigram_matrix
+from prior.pipeline.parsers.base import Parse
 
 
 def mk(words: list[str], heads: list[int], rels: list[str],

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featurestore.errors import DataError, PriorError
-from featurestore.keys import entry_key, params_key
-from pipeline.features.base import Feature
-from pipeline.features.sdoi import SdoiFeature, sdoi_mask, span_interval_mask
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import DataError, PriorError
+from prior.featurestore.keys import entry_key, params_key
+from prior.pipeline.features.base import Feature
+from prior.pipeline.features.sdoi import SdoiFeature, sdoi_mask, span_interval_mask
+from prior.pipeline.parsers.base import Parse
 
 
 def make_parse(words: list[str], heads: list[int]) -> Parse:

@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from featurestore.errors import PriorError
-from pipeline.features.tfidf import IdfTable, TfidfFeature, tfidf_weights
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import PriorError
+from prior.pipeline.features.tfidf import IdfTable, TfidfFeature, tfidf_weights
+from prior.pipeline.parsers.base import Parse
 
 
 def mk(words: list[str], lemmas: list[str] | None = None) -> Parse:
@@ -135,7 +135,7 @@ def test_tfidf_compute_without_idf_is_an_error() -> None:
 
 
 def test_tfidf_view_selects_the_dataset_own_idf() -> None:
-    from layouts.views import VIEWS, select_dep
+    from prior.layouts.views import VIEWS, select_dep
 
     first = {"compare": "lemma"}  # the main entry's params
     assert select_dep("tfidf", first, "sick") == {"dataset": "sick", "compare": "lemma"}
@@ -144,8 +144,8 @@ def test_tfidf_view_selects_the_dataset_own_idf() -> None:
 
 def test_tfidf_two_datasets_keep_their_own_weights(tmp_path: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from featurestore import open_store
-    from pipeline.build import BuildOptions, build
+    from prior.featurestore import open_store
+    from prior.pipeline.build import BuildOptions, build
 
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     for dataset in ("sick", "rte"):

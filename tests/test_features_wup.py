@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from featurestore.errors import PriorError, ResourceError
-from featurestore.keys import params_key
-from pipeline.features.base import Feature
-from pipeline.features.wup import NAME_ENTITIES, OTHER_ENTITIES, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
-from pipeline.features.wupalmer import WuPalmer
-from pipeline.parsers.base import Parse
-from pipeline.resources import wordnet as wnres
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.featurestore.keys import params_key
+from prior.pipeline.features.base import Feature
+from prior.pipeline.features.wup import NAME_ENTITIES, OTHER_ENTITIES, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature
+from prior.pipeline.features.wupalmer import WuPalmer
+from prior.pipeline.parsers.base import Parse
+from prior.pipeline.resources import wordnet as wnres
 
 # Words of the first MRPC train pairs, tagged by hand: (word, lemma, UPOS).
 MRPC_WORDS_A = [
@@ -195,8 +195,8 @@ def snli_test_pairs() -> list[tuple[Parse, Parse]]:
     `biaffine` parser replaces heads and relations only, which ``wup`` does not read), so these
     are the inputs a default build gives ``wup``; the spacy backend parses them in seconds.
     """
-    from pipeline.datasets import read_split
-    from pipeline.parsers import get_parser
+    from prior.pipeline.datasets import read_split
+    from prior.pipeline.parsers import get_parser
 
     data = read_split("snli", "test", hub=False)
     try:

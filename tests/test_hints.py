@@ -15,9 +15,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from pipeline.datasets import SPECS
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.pipeline.datasets import SPECS
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 runner = CliRunner()
@@ -114,7 +114,7 @@ def _committed(store: Path, kind: str) -> int:
 def test_issue28_ctrl_c_during_a_build_is_one_line_and_the_store_stays_intact(tmp_path: Path) -> None:
     store = tmp_path / "s"
     # Ctrl-C in a terminal: SIGINT to the whole process group, Dask's worker processes included
-    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
+    cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
            "--parser", "spacy", "--limit", "60", "--workers", "2", "--partition-size", "6", "--store", str(store)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PRIOR_NO_PROGRESS="1"), start_new_session=True,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from pipeline.datasets import hub
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.pipeline.datasets import hub
 from tests.test_datasets_resolve import _ClassLabel, fake_datasets
 
 runner = CliRunner()
@@ -106,7 +106,7 @@ def test_a_named_split_offline_fails_fast_in_one_line(tmp_path: Path, monkeypatc
 def test_hub_flag_reads_the_splits_no_file_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list = []
     _with_datasets(monkeypatch, calls)
-    monkeypatch.setattr("pipeline.datasets.hub.hub_unreachable", lambda: None)
+    monkeypatch.setattr("prior.pipeline.datasets.hub.hub_unreachable", lambda: None)
     common = ["build", "--dataset", "snli", "--features", "sdoi", "--parser", "spacy", "--limit", "2",
               "--workers", "0", "--store", str(tmp_path / "s")]
     result = runner.invoke(app, common)

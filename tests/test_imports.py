@@ -38,20 +38,20 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
     # name Store's types (and scan imports its private readers); removed by putting a segment
     # layer under both (missing, which names what a read lacks and the build that restores it,
     # reads through Store and renders through selection: the same two jobs)
-    frozenset({"featurestore.store", "featurestore.scan", "featurestore.selection", "featurestore.frame",
-               "featurestore.missing"}),
+    frozenset({"prior.featurestore.store", "prior.featurestore.scan", "prior.featurestore.selection", "prior.featurestore.frame",
+               "prior.featurestore.missing"}),
     # startup's parser-spec check imports spacy_backend lazily (find_spacy_model, needs_torch) and
     # spacy_backend imports startup's import_spacy lazily; removed with the one parser-spec parser
-    frozenset({"pipeline.startup", "pipeline.parsers.spacy_backend"}),
+    frozenset({"prior.pipeline.startup", "prior.pipeline.parsers.spacy_backend"}),
 ]
 
 #: (importing module, imported module) pairs that break the layer table today
 KNOWN_LAYER_BREAKS: set[tuple[str, str]] = {
     # layouts needs the error root only; PriorError lives in featurestore until the error root
     # moves below every package
-    ("layouts.views", "featurestore.errors"),
+    ("prior.layouts.views", "prior.featurestore.errors"),
     # predict's default feature builder; to be wired on the CLI side
-    ("trainers.predict", "pipeline.predict"),
+    ("prior.trainers.predict", "prior.pipeline.predict"),
 }
 
 
@@ -193,9 +193,9 @@ def test_imports_the_check_sees_lazy_imports_and_circles(tmp_path: Path) -> None
 
 
 def test_imports_find_our_modules() -> None:
-    assert len(GRAPH) > 50 and {"pipeline.build", "trainers.loop", "cli.main"} <= {_strip(m) for m in GRAPH}
-    build = next(m for m in GRAPH if _strip(m) == "pipeline.build")
-    assert any(_strip(t) == "pipeline.features.registry" for t in GRAPH[build])  # a lazy import
+    assert len(GRAPH) > 50 and {"prior.pipeline.build", "prior.trainers.loop", "prior.cli.main"} <= {_strip(m) for m in GRAPH}
+    build = next(m for m in GRAPH if _strip(m) == "prior.pipeline.build")
+    assert any(_strip(t) == "prior.pipeline.features.registry" for t in GRAPH[build])  # a lazy import
 
 
 def test_imports_no_new_circle() -> None:

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from featurestore import keys as K
-from featurestore.errors import PriorError
+from prior.featurestore import keys as K
+from prior.featurestore.errors import PriorError
 
 # Pinned: a change here silently invalidates every store in the world.
 PINNED_SENTENCE = "5be368721aeac636f34ddce9ef4891ee"
@@ -12,7 +12,7 @@ PINNED_SENTENCE = "5be368721aeac636f34ddce9ef4891ee"
 
 def test_keys_sentence_key_is_pinned_and_stable_across_processes():
     key = K.sentence_key("A man  plays\tguitar. ")
-    code = "from featurestore import keys as K; print(K.sentence_key('A man  plays\\tguitar. '))"
+    code = "from prior.featurestore import keys as K; print(K.sentence_key('A man  plays\\tguitar. '))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.strip()
     assert out == key

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-import featurestore.store as store_module
-from featurestore import open_store
-from featurestore.maintenance import verify_store
-from pipeline.build import BuildOptions, build
+import prior.featurestore.store as store_module
+from prior.featurestore import open_store
+from prior.featurestore.maintenance import verify_store
+from prior.pipeline.build import BuildOptions, build
 
 SPLITS = ("dev", "test", "train")
 
@@ -97,8 +97,8 @@ def test_kill_after_every_commit_of_a_three_split_build_then_rerun_equals_clean(
 
 _SUBPROCESS = """
 import os, sys
-import featurestore.store as store_module
-from pipeline.build import BuildOptions, build
+import prior.featurestore.store as store_module
+from prior.pipeline.build import BuildOptions, build
 commit, n, done = store_module.commit_segment, int(sys.argv[2]), [0]
 def commit_then_die(*args, **kwargs):
     segment = commit(*args, **kwargs)

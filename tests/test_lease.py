@@ -9,10 +9,10 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from featurestore import StoreError, open_store
-from featurestore.catalog import SEGMENTS, new_segment_id
-from featurestore.errors import DataError, SegmentLostError
-from featurestore.lease import (
+from prior.featurestore import StoreError, open_store
+from prior.featurestore.catalog import SEGMENTS, new_segment_id
+from prior.featurestore.errors import DataError, SegmentLostError
+from prior.featurestore.lease import (
     LEASES,
     Lease,
     LeaseInfo,
@@ -24,7 +24,7 @@ from featurestore.lease import (
     read_lease,
     read_leases,
 )
-from featurestore.maintenance import gc_store, verify_store
+from prior.featurestore.maintenance import gc_store, verify_store
 
 
 @pytest.fixture(params=["local", "memory"])

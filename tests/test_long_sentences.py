@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from pipeline.parsers.base import MAX_WORDS, over_limit
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.pipeline.parsers.base import MAX_WORDS, over_limit
 
 runner = CliRunner()
 FEATURES = "dep,sdoi,wup"
@@ -72,7 +72,7 @@ def test_max_words_flag_lowers_the_limit(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_issue25_a_sentence_the_parser_fails_on_still_builds_dep(tmp_path: Path, monkeypatch) -> None:
-    from pipeline.parsers.spacy_backend import SpacyParser
+    from prior.pipeline.parsers.spacy_backend import SpacyParser
 
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     real = SpacyParser.parse

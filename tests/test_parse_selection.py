@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import open_store
-from featurestore.selection import ParseSelectionError, recorded_parsers, select_parse
+from prior.cli.main import app
+from prior.featurestore import open_store
+from prior.featurestore.selection import ParseSelectionError, recorded_parsers, select_parse
 from tests.trainers_fixtures import tiny_backbone
 
 runner = CliRunner()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore.catalog import CATALOG, record_checksum
+from prior.cli.main import app
+from prior.featurestore.catalog import CATALOG, record_checksum
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,8 +53,8 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     store = root / "store"
     tiny_store(store, features=())
     craft_store(store, f"biaffine:{evil}")
-    from featurestore import open_store
-    from featurestore.maintenance import verify_store
+    from prior.featurestore import open_store
+    from prior.featurestore.maintenance import verify_store
 
     assert verify_store(open_store(store, create=False)).ok
     return {"root": root, "evil": evil, "marker": marker, "store": store, "backbone": tiny_backbone(root / "backbone")}
@@ -124,9 +124,9 @@ def test_python_api_refuses_recorded_and_loads_named_pickle(crafted: dict[str, P
                                                             tmp_path: Path) -> None:
     """`load_model(...).predict` refuses the recorded spec; the same spec given as ``parser=``
     is the caller's choice and is loaded: the payload runs (which shows the file is a live one)."""
-    from featurestore.errors import ResourceError
-    from pipeline.parsers import UntrustedParserError
-    from trainers import load_model
+    from prior.featurestore.errors import ResourceError
+    from prior.pipeline.parsers import UntrustedParserError
+    from prior.trainers import load_model
 
     with pytest.raises(UntrustedParserError, match="not loaded"):
         load_model(trained, store=str(tmp_path / "p")).predict([("the cat sat", "a dog ran")])
@@ -155,7 +155,7 @@ def test_build_on_the_crafted_store_runs_nothing(crafted: dict[str, Path], tmp_p
 
 @pytest.mark.parametrize("spec", ["spacy", "spacy:en_core_web_sm", "biaffine", "biaffine:MODEL_DIR"])
 def test_recorded_spec_may_name_spacy_the_shipped_model_or_an_exported_dir(spec: str) -> None:
-    from pipeline.parsers import check_recorded_spec
+    from prior.pipeline.parsers import check_recorded_spec
 
     spec = spec.replace("MODEL_DIR", str(REPO / "data" / "parser"))
     assert check_recorded_spec(spec, "a store") == spec
@@ -168,7 +168,7 @@ def test_recorded_spec_refuses_anything_else_without_opening_it(spec: str, tmp_p
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
-    from pipeline.parsers import UntrustedParserError, check_recorded_spec
+    from prior.pipeline.parsers import UntrustedParserError, check_recorded_spec
 
     evil, marker = tmp_path / "p.pt", tmp_path / "ran"
     evil.write_bytes(pickle.dumps(Payload(marker)))
@@ -187,8 +187,8 @@ def test_recorded_spec_refuses_anything_else_without_opening_it(spec: str, tmp_p
 
 def test_exported_parser_with_a_transformer_encoder_is_refused(tmp_path: Path) -> None:
     """An exported model's settings cannot make supar fetch (and unpickle) a transformer."""
-    from featurestore.errors import ResourceError
-    from pipeline.parsers.artifact import read_config
+    from prior.featurestore.errors import ResourceError
+    from prior.pipeline.parsers.artifact import read_config
 
     model = tmp_path / "parser"
     shutil.copytree(REPO / "data" / "parser", model)

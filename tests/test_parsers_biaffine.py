@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from featurestore.errors import ResourceError
-from pipeline.parsers import fingerprint_of, get_parser
-from pipeline.parsers.artifact import CONFIG_FILE, WEIGHTS_FILE, load_artifact
-from pipeline.parsers.biaffine import BiaffineParser, default_model_dir
-from pipeline.parsers.spacy_backend import SpacyParser, shared_annotator
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers import fingerprint_of, get_parser
+from prior.pipeline.parsers.artifact import CONFIG_FILE, WEIGHTS_FILE, load_artifact
+from prior.pipeline.parsers.biaffine import BiaffineParser, default_model_dir
+from prior.pipeline.parsers.spacy_backend import SpacyParser, shared_annotator
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "parser"
@@ -87,7 +87,7 @@ def test_parsers_biaffine_fingerprint_and_registry(parser: BiaffineParser) -> No
 
 def test_parsers_biaffine_fingerprint_imports_neither_torch_nor_spacy() -> None:
     """Every build computes the parser fingerprint, no-op builds too: it must stay file-only."""
-    code = ("import json, sys\nfrom pipeline.parsers import fingerprint_of\nfp = fingerprint_of('biaffine')\n"
+    code = ("import json, sys\nfrom prior.pipeline.parsers import fingerprint_of\nfp = fingerprint_of('biaffine')\n"
             "print(json.dumps([fp['backend'], [m for m in ('torch', 'spacy', 'supar') if m in sys.modules]]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          timeout=120).stdout
@@ -124,7 +124,7 @@ def test_parsers_biaffine_damaged_file_errors(tmp_path: Path) -> None:
 
 
 def test_parsers_biaffine_unreadable_weights_with_matching_checksum(tmp_path: Path) -> None:
-    from pipeline.parsers.artifact import _file_digest
+    from prior.pipeline.parsers.artifact import _file_digest
 
     model = _copy(tmp_path)
     (model / WEIGHTS_FILE).write_bytes(b"\x00" * 64)
@@ -136,7 +136,7 @@ def test_parsers_biaffine_unreadable_weights_with_matching_checksum(tmp_path: Pa
 
 
 def test_parsers_biaffine_eval_cli_last_line() -> None:
-    from cli.parser import app
+    from prior.cli.parser import app
 
     result = CliRunner().invoke(app, ["eval", "--parser", "biaffine", str(SLICE / "test.conllu")])
     assert result.exit_code == 0, result.output

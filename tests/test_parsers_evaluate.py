@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.parsers.conllu import ConlluSentence
-from pipeline.parsers.evaluate import attachment_scores, spacy_to_ud, universal
+from prior.pipeline.parsers.conllu import ConlluSentence
+from prior.pipeline.parsers.evaluate import attachment_scores, spacy_to_ud, universal
 
 
 def _gold() -> ConlluSentence:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from featurestore.errors import ResourceError
-from pipeline.parsers import fingerprint_of
-from pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
-from pipeline.parsers.conllu import read_conllu
-from pipeline.parsers.fast_biaffine import (
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers import fingerprint_of
+from prior.pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
+from prior.pipeline.parsers.conllu import read_conllu
+from prior.pipeline.parsers.fast_biaffine import (
     FastBiaffine,
     batch_tensors,
     fused_lstm,
@@ -140,8 +140,8 @@ def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None
     """`prior build --parse-device` reaches the parse stage and leaves the parse id alone."""
     from typer.testing import CliRunner
 
-    from cli.main import app
-    from featurestore import keys
+    from prior.cli.main import app
+    from prior.featurestore import keys
 
     def build(device: str) -> str:
         result = CliRunner().invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
@@ -163,7 +163,7 @@ def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None
 def test_parsers_fast_biaffine_cuda_runs_in_ieee_float32_and_restores_settings() -> None:
     """The CUDA forward pass switches TF32 off for matmul and cuDNN's LSTM (torch 2.13 runs cuDNN
     RNNs in TF32 by default) through the fp32_precision settings alone; the CPU path leaves them."""
-    from pipeline.parsers.fast_biaffine import _ieee_float32
+    from prior.pipeline.parsers.fast_biaffine import _ieee_float32
 
     settings = (torch.backends.cuda.matmul, torch.backends.cudnn.rnn)
     before = [s.fp32_precision for s in settings]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from featurestore.errors import ResourceError
-from pipeline.parsers import get_parser
-from pipeline.parsers.base import DependencyParser, Parse
-from pipeline.parsers.spacy_backend import SpacyParser, find_spacy_model, shared_annotator, weights_digest
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers import get_parser
+from prior.pipeline.parsers.base import DependencyParser, Parse
+from prior.pipeline.parsers.spacy_backend import SpacyParser, find_spacy_model, shared_annotator, weights_digest
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_parsers_spacy_fingerprint_identity(parser: SpacyParser) -> None:
 def test_parsers_spacy_fingerprint_without_loading_equals_loaded(parser: SpacyParser) -> None:
     """fingerprint_of("spacy") (every build calls it, no-op builds too) reads files only: in a
     fresh process it must not import spaCy, and must equal the loaded parser's fingerprint."""
-    code = ("import json, sys\nfrom pipeline.parsers import fingerprint_of\n"
+    code = ("import json, sys\nfrom prior.pipeline.parsers import fingerprint_of\n"
             "fp = fingerprint_of('spacy')\nprint(json.dumps([fp, 'spacy' in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          timeout=120).stdout
@@ -106,13 +106,13 @@ def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser)
     variable) and parses exactly as a process with torch does."""
     import os
 
-    from pipeline.startup import LOCAL_WORKER_ENV, SPACY_WITHOUT_TORCH_ENV, local_worker_env
+    from prior.pipeline.startup import LOCAL_WORKER_ENV, SPACY_WITHOUT_TORCH_ENV, local_worker_env
 
     env = local_worker_env("spacy")
     assert env == {LOCAL_WORKER_ENV: "1", SPACY_WITHOUT_TORCH_ENV: "1"}
     assert local_worker_env("biaffine") == {LOCAL_WORKER_ENV: "1"}
     code = ("import sys, json\n"
-            "from pipeline.parsers.spacy_backend import SpacyParser\n"
+            "from prior.pipeline.parsers.spacy_backend import SpacyParser\n"
             "p = SpacyParser().parse(['Two dogs run across the snowy field.'])[0]\n"
             "import thinc.compat\n"
             "print(json.dumps(['torch' in sys.modules, thinc.compat.has_torch, p.heads, p.rels]))\n")
@@ -125,7 +125,7 @@ def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser)
 
 
 def test_parsers_spacy_transformer_pipelines_keep_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.parsers import spacy_backend
+    from prior.pipeline.parsers import spacy_backend
 
     def fake_dir(meta: dict) -> Path:
         d = tmp_path / str(len(list(tmp_path.iterdir())))
@@ -157,7 +157,7 @@ def test_parsers_spacy_senter_annotator_splits_without_the_parser(parser: SpacyP
 
 
 def test_parsers_spacy_sentence_splitter_falls_back_to_the_parser() -> None:
-    from pipeline.parsers.spacy_backend import sentence_splitter
+    from prior.pipeline.parsers.spacy_backend import sentence_splitter
 
     assert sentence_splitter({"components": ["tok2vec", "parser", "senter"]}, "senter") == "senter"
     assert sentence_splitter({"components": ["transformer", "parser"]}, "senter") == "parser"  # no senter shipped

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from featurestore.errors import ResourceError
-from pipeline.parsers.biaffine import BiaffineModel, load_model
-from pipeline.parsers.conllu import read_conllu
-from pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
-from pipeline.parsers.train import TrainSettings, train_parser
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
+from prior.pipeline.parsers.conllu import read_conllu
+from prior.pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
+from prior.pipeline.parsers.train import TrainSettings, train_parser
 
 SLICE = Path(__file__).resolve().parents[1] / "data" / "ud_ewt_slice"
 TINY = TrainSettings(epochs=2, n_lstm_hidden=32, n_lstm_layers=1, n_embed=20, n_char_embed=10, n_feat_embed=20,
@@ -74,7 +74,7 @@ def test_parsers_supar_compat_config() -> None:
 def test_parsers_train_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from cli.parser import app
+    from prior.cli.parser import app
 
     out = tmp_path / "cli-model"
     result = CliRunner().invoke(app, [

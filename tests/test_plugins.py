@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import plugins
-from cli.main import app
-from featurestore import open_store
+from prior.cli import plugins
+from prior.cli.main import app
+from prior.featurestore import open_store
 from tests.trainers_fixtures import tiny_backbone
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -23,8 +23,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 @pytest.fixture
 def registries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fresh copies of the two registries, restored after; the user's modules forgotten after."""
-    import pipeline.features.registry as features
-    import trainers.models as models
+    import prior.pipeline.features.registry as features
+    import prior.trainers.models as models
 
     monkeypatch.setattr(features, "FEATURE_SETS", dict(features.FEATURE_SETS))
     monkeypatch.setattr(models, "MODELS", dict(models.MODELS))
@@ -40,12 +40,12 @@ def user_files(directory: Path) -> tuple[Path, Path]:
     ending with its registration."""
     feature = directory / "my_overlap_feature.py"
     feature.write_text((EXAMPLES / "overlap_feature.py").read_text() + "\n\n"
-                       "from pipeline.features.registry import register_feature_set\n"
+                       "from prior.pipeline.features.registry import register_feature_set\n"
                        "register_feature_set('overlap', lambda options: "
                        "[OverlapFeature(**options.feature_options.get('overlap', {}))])\n")
     model = directory / "my_overlap_model.py"
     model.write_text((EXAMPLES / "overlap_model.py").read_text() + "\n\n"
-                     "from trainers.models import register_model\nregister_model(OverlapBertModel)\n")
+                     "from prior.trainers.models import register_model\nregister_model(OverlapBertModel)\n")
     return feature, model
 
 
@@ -101,8 +101,8 @@ def test_plugins_entry_points_register_features_and_models(registries: None, tmp
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A distribution declaring `[project.entry-points."prior.features"] overlap = "..."` and a
     `prior.models` entry: both usable by name, imported only when used."""
-    import pipeline.features.registry as features
-    import trainers.models as models
+    import prior.pipeline.features.registry as features
+    import prior.trainers.models as models
 
     feature, model = user_files(tmp_path)
     # a user's package: the example's classes, without the registration lines

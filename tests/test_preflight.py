@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import ResourceError, StoreError, open_store
-from featurestore.lease import LEASES, Lease
-from pipeline import preflight
-from pipeline.build import build
+from prior.cli.main import app
+from prior.featurestore import ResourceError, StoreError, open_store
+from prior.featurestore.lease import LEASES, Lease
+from prior.pipeline import preflight
+from prior.pipeline.build import build
 from tests.test_build import _opts
 
 runner = CliRunner()
@@ -61,7 +61,7 @@ class _Missing:
 
 
 def test_local_build_checks_feature_resources_before_any_commit(tmp_path, monkeypatch):
-    import pipeline.features.registry as registry
+    import prior.pipeline.features.registry as registry
 
     monkeypatch.setattr(registry, "plan_features", lambda names, options: [(_Missing(), "fake")])
     with pytest.raises(ResourceError, match="feature fake: ResourceError: no WordNet here"):
@@ -70,7 +70,7 @@ def test_local_build_checks_feature_resources_before_any_commit(tmp_path, monkey
 
 
 def test_wup_checks_its_wordnet():
-    from pipeline.features.wup import WupFeature
+    from prior.pipeline.features.wup import WupFeature
 
     feature = WupFeature()
     feature._version = "wordnet-0.0:0000"  # what the driver resolved; this process has another (or none)
@@ -92,7 +92,7 @@ class _FakeClient:
 
 
 def test_worker_problems_name_parser_feature_and_store(tmp_path):
-    from pipeline.parsers import fingerprint_of
+    from prior.pipeline.parsers import fingerprint_of
 
     store = open_store(tmp_path / "s")
     right = dict(fingerprint_of("spacy"))

@@ -8,9 +8,9 @@ import io
 import pytest
 from rich.console import Console
 
-from featurestore.progress import stage_bars
-from pipeline.parsers.conllu import ConlluSentence
-from pipeline.parsers.evaluate import PROGRESS_SENTENCES, evaluate_parser
+from prior.featurestore.progress import stage_bars
+from prior.pipeline.parsers.conllu import ConlluSentence
+from prior.pipeline.parsers.evaluate import PROGRESS_SENTENCES, evaluate_parser
 
 
 def drawn(monkeypatch: pytest.MonkeyPatch, setting: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from prior.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 SLICE = REPO / "data" / "ud_ewt_slice"

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from featurestore.errors import ResourceError
-from pipeline.resources import wn_hierarchy as H
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.resources import wn_hierarchy as H
 
 
 def nltk_view(table: H.HierarchyTable, wordnet: Any, id_: int) -> tuple[Any, dict[tuple[str, int], int]]:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from featurestore.errors import PriorError, ResourceError
-from pipeline.resources.wndb import POS_LIST, WndbReader, WordNetError, open_wndb
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.pipeline.resources.wndb import POS_LIST, WndbReader, WordNetError, open_wndb
 
 REPO = Path(__file__).resolve().parents[1]
 POSES: list[str | None] = [None, "n", "v", "a", "r", "s"]
@@ -244,7 +244,7 @@ def test_wndb_missing_and_damaged_files_name_the_file(files: Path, tmp_path: Pat
 
 def test_wndb_opens_without_importing_nltk(files: Path) -> None:
     code = ("import sys\n"
-            "from pipeline.resources.wndb import open_wndb\n"
+            "from prior.pipeline.resources.wndb import open_wndb\n"
             f"r = open_wndb({str(files)!r})\n"
             "print(r.synsets('dogs')[0].name(), r.get_version(), 'nltk' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -253,8 +253,8 @@ def test_wndb_opens_without_importing_nltk(files: Path) -> None:
 
 
 def test_wndb_is_what_the_wup_feature_uses(wordnet: Any) -> None:
-    from pipeline.features.wup import WupFeature
-    from pipeline.resources import wordnet as wnres
+    from prior.pipeline.features.wup import WupFeature
+    from prior.pipeline.resources import wordnet as wnres
 
     wn, version = wnres.load_wordnet_fast()
     assert isinstance(wn, WndbReader) and wn.directory == Path(wordnet.root.path).resolve()

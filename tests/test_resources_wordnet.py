@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from featurestore.errors import PriorError, ResourceError
-from pipeline.resources import wordnet as wnres
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.pipeline.resources import wordnet as wnres
 
 DEBIAN = wnres.DEBIAN_DIR
 needs_debian = pytest.mark.skipif(not wnres._is_dict_dir(DEBIAN),
@@ -94,7 +94,7 @@ def test_wordnet_loads_offline_from_debian_in_fresh_process(tmp_path: Path) -> N
     env["PRIOR_HOME"] = str(tmp_path / "home")
     env["HOME"] = str(tmp_path / "user")  # no ~/nltk_data
     code = (
-        "from pipeline.resources.wordnet import load_wordnet, wordnet_version\n"
+        "from prior.pipeline.resources.wordnet import load_wordnet, wordnet_version\n"
         "wn = load_wordnet()\n"
         "print(wn.get_version(), round(wn.synset('dog.n.01').wup_similarity(wn.synset('cat.n.01')), 3),"
         " wn.synset('dog.n.01').offset(), wordnet_version(wn))\n"
@@ -128,7 +128,7 @@ def test_wordnet_version_without_nltk_equals_loaded_reader(wordnet, tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if k not in ("NLTK_DATA", wnres.ENV_DIR)}
     env["HOME"] = str(tmp_path / "user")  # no ~/nltk_data
     env["PRIOR_HOME"] = str(tmp_path / "home")
-    code = ("import sys\nfrom pipeline.resources.wordnet import wordnet_files_dir, wordnet_version\n"
+    code = ("import sys\nfrom prior.pipeline.resources.wordnet import wordnet_files_dir, wordnet_version\n"
             "v = wordnet_version()\nprint(wordnet_files_dir() is not None, 'nltk' in sys.modules, v)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
@@ -181,7 +181,7 @@ def test_wordnet_concurrent_installs_and_readers(tmp_path: Path) -> None:
     against needs unlucky timing; the test above pins the logic that prevents it."""
     code = ("import sys\n"
             "from pathlib import Path\n"
-            "from pipeline.resources import wordnet as w\n"
+            "from prior.pipeline.resources import wordnet as w\n"
             "root = w.install_private_copy(w.DEBIAN_DIR, Path(sys.argv[1]))\n"
             "files = root / 'corpora' / 'wordnet'\n"
             "print(w._content_id(lambda name: (files / name).open('rb')))\n")

@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import StoreError, open_store
-from featurestore import storage_options as so
-from featurestore.maintenance import verify_store
-from pipeline import preflight, worker
-from pipeline.build import build
+from prior.cli.main import app
+from prior.featurestore import StoreError, open_store
+from prior.featurestore import storage_options as so
+from prior.featurestore.maintenance import verify_store
+from prior.pipeline import preflight, worker
+from prior.pipeline.build import build
 from tests.test_build import _opts
 
 runner = CliRunner()
@@ -164,7 +164,7 @@ def test_s3_catalog_records_are_fetched_once_and_again_when_changed(s3, monkeypa
     on the server is, and is found damaged."""
     import pyarrow as pa
 
-    from featurestore.fs import StoreFS
+    from prior.featurestore.fs import StoreFS
 
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
@@ -235,7 +235,7 @@ def test_s3_open_retried_after_credentials_are_set_starts_afresh(s3, monkeypatch
 def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch):
     """What a worker runs gets the build's options; its environment's (here: a dead endpoint)
     are not read. The check run on an external cluster's workers names a store they cannot reach."""
-    from pipeline.parsers import fingerprint_of
+    from prior.pipeline.parsers import fingerprint_of
 
     url = f"s3://{s3.bucket()}/store"
     open_store(url, storage_options=s3.options())
@@ -305,8 +305,8 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
     """A build of 20 SICK pairs on S3 that dies right before its ``after + 1``-th parse commit,
     its segment files written, leaving what a killed process leaves: its lease (never renewed
     again) and claims, and an uncommitted segment folder."""
-    import featurestore.store as store_module
-    from featurestore.lease import Lease
+    import prior.featurestore.store as store_module
+    from prior.featurestore.lease import Lease
 
     commit, commits = store_module.commit_segment, [0]
 
@@ -347,7 +347,7 @@ def test_s3_build_sigkilled_midway_then_rerun_equals_uninterrupted(s3, tmp_path)
     parses (its storage options given on its command line only)."""
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    cmd = [sys.executable, "-m", "cli.main", "build", "--dataset", "sick", "--split", "test", "--features",
+    cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", "sick", "--split", "test", "--features",
            "sdoi", "--parser", "spacy", "--limit", "40", "--workers", "0", "--partition-size", "8",
            "--store", url, *s3.cli_options()]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))

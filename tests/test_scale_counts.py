@@ -15,12 +15,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-import featurestore.catalog as catalog_module
-import featurestore.fs as fs_module
-import featurestore.store as store_module
-from featurestore import open_store
-from featurestore.maintenance import store_info, verify_store
-from pipeline.build import build
+import prior.featurestore.catalog as catalog_module
+import prior.featurestore.fs as fs_module
+import prior.featurestore.store as store_module
+from prior.featurestore import open_store
+from prior.featurestore.maintenance import store_info, verify_store
+from prior.pipeline.build import build
 from tests.test_kill_commits import _opts
 
 FEATURES = ("sdoi",)
@@ -98,7 +98,7 @@ def test_scan_filter_reads_only_its_segments(stores: dict[int, Path], counts: Co
         assert counts["records"] == 0  # the catalog was read when the store was asked above
         assert counts["files:pairs"] <= pairs
         # per segment its key column, then the other columns where it holds a wanted key; one
-        # more for the component's type (`featurestore.scan`)
+        # more for the component's type (`prior.featurestore.scan`)
         assert counts["files:feature"] <= 2 * features + 1
         assert counts["files:sentences"] + counts["files:parses"] <= 2 * (len(store.segments("sentences"))
                                                                            + len(store.segments("parses")))

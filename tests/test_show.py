@@ -9,20 +9,20 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli.pairview import format_pair, pair_view
-from cli.show import show_cmd
-from featurestore import open_store
-from featurestore.errors import PriorError
-from layouts.views import DEP_VIEWS, dafa_matrix, dep_view_name
-from pipeline.features.dep import subgraph_matrix, trigram_matrix
-from pipeline.features.forms import word_forms
-from pipeline.features.tfidf import IdfTable, tfidf_weights
-from pipeline.parsers.base import Parse
+from prior.cli.pairview import format_pair, pair_view
+from prior.cli.show import show_cmd
+from prior.featurestore import open_store
+from prior.featurestore.errors import PriorError
+from prior.layouts.views import DEP_VIEWS, dafa_matrix, dep_view_name
+from prior.pipeline.features.dep import subgraph_matrix, trigram_matrix
+from prior.pipeline.features.forms import word_forms
+from prior.pipeline.features.tfidf import IdfTable, tfidf_weights
+from prior.pipeline.parsers.base import Parse
 
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     root = tmp_path_factory.mktemp("show")
     with pytest.MonkeyPatch.context() as mp:

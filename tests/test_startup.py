@@ -7,7 +7,7 @@ import sys
 PROBE = """
 import sys
 {before}
-from pipeline.startup import skip_pandas_detection
+from prior.pipeline.startup import skip_pandas_detection
 import pyarrow as pa
 print(skip_pandas_detection())
 pa.table({{"a": ["x", "y"]}}); pa.array([1, 2])
@@ -32,7 +32,7 @@ def test_a_process_that_already_has_pandas_is_left_alone() -> None:
 
 
 def test_the_start_up_switch_turns_it_off(monkeypatch) -> None:
-    from pipeline import startup
+    from prior.pipeline import startup
 
     monkeypatch.setenv(startup.ENV, "none")
     assert not startup.skip_pandas_detection() and not startup.enabled("malloc")

@@ -1,4 +1,4 @@
-"""Storage options: `--storage-option KEY=VALUE` and $PRIOR_STORAGE_OPTIONS (featurestore.storage_options),
+"""Storage options: `--storage-option KEY=VALUE` and $PRIOR_STORAGE_OPTIONS (prior.featurestore.storage_options),
 and a `memory://` store refused where worker processes would write it."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import DataError, PriorError, open_store
-from featurestore import storage_options as so
-from pipeline.build import build
+from prior.cli.main import app
+from prior.featurestore import DataError, PriorError, open_store
+from prior.featurestore import storage_options as so
+from prior.pipeline.build import build
 from tests.test_build import _frame_rows, _opts
 
 runner = CliRunner()
@@ -116,7 +116,7 @@ def test_every_command_that_opens_a_store_takes_storage_options():
 def test_predict_hands_its_options_to_load_model_not_the_environment(monkeypatch, tmp_path):
     """`prior predict --storage-option` reaches the stores it opens through `load_model`'s
     argument (merged over the variable), and leaves the process environment as it was."""
-    import trainers.predict as trainer_predict
+    import prior.trainers.predict as trainer_predict
 
     seen: dict[str, object] = {}
 

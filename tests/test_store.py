@@ -5,11 +5,11 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from featurestore import NotFoundError, StoreError, make_entry, open_store
-from featurestore import keys as K
-from featurestore.catalog import new_segment_id
-from featurestore.maintenance import gc_store, store_info, verify_store
-from featurestore.selection import IncompleteEntryError
+from prior.featurestore import NotFoundError, StoreError, make_entry, open_store
+from prior.featurestore import keys as K
+from prior.featurestore.catalog import new_segment_id
+from prior.featurestore.maintenance import gc_store, store_info, verify_store
+from prior.featurestore.selection import IncompleteEntryError
 
 
 def _record(n: int) -> dict:
@@ -190,7 +190,7 @@ def test_store_parses_reads_only_the_columns_asked_for(toy):
 
 
 def test_store_parses_cache_reads_each_segment_once_and_sees_new_segments(toy, monkeypatch):
-    from featurestore.segment_cache import PARSE_SEGMENTS
+    from prior.featurestore.segment_cache import PARSE_SEGMENTS
 
     store, ks, _, _ = toy
     monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "64")
@@ -211,7 +211,7 @@ def test_store_parses_cache_reads_each_segment_once_and_sees_new_segments(toy, m
 
 
 def test_segment_cache_stays_within_its_bound(monkeypatch):
-    from featurestore.segment_cache import SegmentCache
+    from prior.featurestore.segment_cache import SegmentCache
 
     cache = SegmentCache()
     table = pl.DataFrame({"x": list(range(1000))})  # 8 kB

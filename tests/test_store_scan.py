@@ -20,21 +20,21 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-import featurestore.export as export_module
-import featurestore.scan as scan_module
-from cli.main import app
-from featurestore import DataError, NotFoundError, make_entry, open_store
-from featurestore import keys as K
-from featurestore.export import export_parquet
-from featurestore.selection import EntrySelectionError
-from featurestore.store import Store
+import prior.featurestore.export as export_module
+import prior.featurestore.scan as scan_module
+from prior.cli.main import app
+from prior.featurestore import DataError, NotFoundError, make_entry, open_store
+from prior.featurestore import keys as K
+from prior.featurestore.export import export_parquet
+from prior.featurestore.selection import EntrySelectionError
+from prior.featurestore.store import Store
 
 FEATURES = ["dep", "sdoi", "wup", "tfidf", "dep-no-tfidf"]
 
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipeline.build import BuildOptions, build
+    from prior.pipeline.build import BuildOptions, build
 
     root = tmp_path_factory.mktemp("scan")
     with pytest.MonkeyPatch.context() as mp:

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from featurestore import StoreError, open_store
-from featurestore.catalog import CATALOG, SEGMENTS, new_segment_id
-from featurestore.lease import LEASES, Lease, LeaseInfo, claim
-from featurestore.maintenance import gc_store, verify_store
-from pipeline import worker
-from pipeline.build import build
-from pipeline.parsers import fingerprint_of
+from prior.cli.main import app
+from prior.featurestore import StoreError, open_store
+from prior.featurestore.catalog import CATALOG, SEGMENTS, new_segment_id
+from prior.featurestore.lease import LEASES, Lease, LeaseInfo, claim
+from prior.featurestore.maintenance import gc_store, verify_store
+from prior.pipeline import worker
+from prior.pipeline.build import build
+from prior.pipeline.parsers import fingerprint_of
 from tests.test_build import _opts
 
 runner = CliRunner()
@@ -74,7 +74,7 @@ def test_workers_skip_keys_another_build_committed_meanwhile(tmp_path):
         assert again["skipped"] == 0
         entry = open_store(tmp_path / "s").find_entry("sdoi")
         feature = open_store(tmp_path / "s").segments("feature")
-        from pipeline.features.sdoi import SdoiFeature
+        from prior.pipeline.features.sdoi import SdoiFeature
 
         result = worker.feature_partition(store.location, SdoiFeature(), entry.target(), keys, (parse, None),
                                           (lease.id, []))

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from featurestore.errors import PriorError
+from prior.featurestore.errors import PriorError
+from prior.trainers.data import MissingFeatureError, load_split
 from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
-from trainers.data import MissingFeatureError, load_split
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_data_dep_view_gives_dafa_ablations(store) -> None:
 
 
 def test_data_derangement_moves_every_pair() -> None:
-    from trainers.sources import derangement
+    from prior.trainers.sources import derangement
 
     for n in (2, 3, 10, 101):
         d = derangement(n)
@@ -164,7 +164,7 @@ def test_data_destroyed_features_reach_the_batch(store, feature: str) -> None:
 
 
 def test_data_shuffled_pair_matrix_is_the_donors(store) -> None:
-    from trainers.sources import derangement
+    from prior.trainers.sources import derangement
 
     data = load_split(store, "toy", "train", tiny_tokenizer(), feature="wup")
     shuffled = data.with_features("shuffled").source

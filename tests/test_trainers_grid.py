@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from layouts.ragged import Ragged
+from prior.layouts.ragged import Ragged
+from prior.trainers.data import encode_pairs
+from prior.trainers.grid import mask_grid, pair_grid, word_rows
 from tests.trainers_fixtures import tiny_tokenizer
-from trainers.data import encode_pairs
-from trainers.grid import mask_grid, pair_grid, word_rows
 
 A = ["the", "unbelievable", "cat"]  # "unbelievable" → un ##believ ##able
 B = ["a", "dog", "sat"]

@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli.train import eval_, train
-from featurestore.errors import ResourceError
+from prior.cli.train import eval_, train
+from prior.featurestore.errors import ResourceError
+from prior.trainers import backbones
 from tests.trainers_fixtures import tiny_backbone, tiny_store
-from trainers import backbones
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +150,8 @@ def test_loop_ddp_two_cpu_ranks_with_torchrun(setup: tuple[Path, Path], tmp_path
 def test_loop_dev_split_by_name_else_held_out(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """SICK's dev split is called "trial"; a dataset without any dev split (MRPC) holds out a
     fixed 10% of train, the same whatever --seed."""
-    from trainers.loop import TrainConfig, load_splits
-    from trainers.registry import TrainSettings
+    from prior.trainers.loop import TrainConfig, load_splits
+    from prior.trainers.registry import TrainSettings
 
     _, backbone = setup
     tok = backbones.load_tokenizer(str(backbone))
@@ -181,11 +181,11 @@ def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> d
     (GiBERT's zero-initialised gate opened, as training opens it)."""
     import torch
 
-    from featurestore import open_store
-    from trainers.backbones import build_model, load_tokenizer
-    from trainers.data import load_split
-    from trainers.loop import Runtime, predict
-    from trainers.models import MODEL_CLASSES
+    from prior.featurestore import open_store
+    from prior.trainers.backbones import build_model, load_tokenizer
+    from prior.trainers.data import load_split
+    from prior.trainers.loop import Runtime, predict
+    from prior.trainers.models import MODEL_CLASSES
 
     store, backbone = setup
     net = build_model(MODEL_CLASSES[model], str(backbone), num_labels=2, seed=1, options=options).eval()

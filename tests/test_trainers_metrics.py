@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainers import metrics
+from prior.trainers import metrics
 
 
 def test_metrics_f1_accuracy_of_positive_class() -> None:

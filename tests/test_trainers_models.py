@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from prior.trainers.models import MODEL_CLASSES, BertPairModel
+from prior.trainers.models.dafa import DafaSelfAttention
+from prior.trainers.models.gibert import injection_block
 from tests.trainers_fixtures import tiny_config
-from trainers.models import MODEL_CLASSES, BertPairModel
-from trainers.models.dafa import DafaSelfAttention
-from trainers.models.gibert import injection_block
 
 B, T, E = 3, 9, 5
 
@@ -186,7 +186,7 @@ def test_models_dafa_closed_filter_is_bert() -> None:
 def test_models_dafa_additive_attention_depends_on_its_guide() -> None:
     """Eq. 7's "⊕" read as a sum inside tanh: the attention weights over d_j change with the
     guiding s_i (with a concatenation the s_i term would cancel in the softmax)."""
-    from trainers.models.dafa import AdaptiveFusion
+    from prior.trainers.models.dafa import AdaptiveFusion
 
     torch.manual_seed(0)
     fusion = AdaptiveFusion(head_size=8, attention_size=4, hidden_size=8).eval()
@@ -201,7 +201,7 @@ def test_models_dafa_additive_attention_depends_on_its_guide() -> None:
 def test_models_cda_separable_scores_equal_the_paper_formulas() -> None:
     """Additive tanh(w_a·[q_t; k_j] + b) and minus tanh(w_m·(q_t − k_j)) computed without the
     (T, T, d) tensor equal the formulas computed naively; bilinear is q_tᵀ W_b k_j, unscaled."""
-    from trainers.models.cda import CommixSelfAttention
+    from prior.trainers.models.cda import CommixSelfAttention
 
     torch.manual_seed(0)
     attn = CommixSelfAttention(tiny_config(), layer_idx=0)
@@ -224,7 +224,7 @@ def test_models_cda_carry_init_passes_the_pretrained_attention_through(tmp_path:
     """``init="carry"``: bilinear = dot score, g = ½, h^c = tanh(context^c), h^o = tanh(Σ_c a_c h^c),
     so the layer's output follows the dot attention's context; the default init leaves it near
     zero. A checkpoint loads its trained weights, not the carry start."""
-    from trainers.models.cda import CommixSelfAttention
+    from prior.trainers.models.cda import CommixSelfAttention
 
     model = make("cda", options={"init": "carry"}).eval()
     attn = model.bert.encoder.layer[0].attention.self
@@ -272,7 +272,7 @@ def test_models_sgnet_mask_restricts_attention() -> None:
     H = torch.randn(1, 4, 32)
     allowed = torch.eye(4, dtype=torch.bool)[None]
     allowed[0, 0, 1] = True  # position 0 may see 1, not 2 or 3
-    from trainers.models.base import restrict_mask
+    from prior.trainers.models.base import restrict_mask
 
     mask = restrict_mask(allowed, H.dtype)
     H2 = H.clone()
@@ -302,8 +302,8 @@ def test_models_bert_sim_all_ones_is_bert_under_sdpa() -> None:
 def test_models_of_one_seed_start_from_the_same_head(tmp_path: Path) -> None:
     """Paired runs: every model built with one seed gets the same classifier head, whatever
     random numbers its own new modules drew."""
+    from prior.trainers.backbones import build_model
     from tests.trainers_fixtures import tiny_backbone
-    from trainers.backbones import build_model
 
     backbone = str(tiny_backbone(tmp_path / "b"))
     heads = {name: build_model(MODEL_CLASSES[name], backbone, num_labels=3, seed=7).classifier.weight
@@ -317,8 +317,8 @@ def test_models_of_one_seed_start_from_the_same_head(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name,own", [("bert", set()), ("bert-sim", set()), ("gibert", {"injection"}),
                                       ("dafa", {"fusion"}), ("sgnet", None), ("cda", None)])
 def test_prior_lr_applies_to_the_methods_own_parameters_only(name: str, own: set[str] | None) -> None:
-    from trainers.loop import make_optimizer
-    from trainers.registry import TrainSettings
+    from prior.trainers.loop import make_optimizer
+    from prior.trainers.registry import TrainSettings
 
     model = make(name)
     names = model.prior_parameter_names()

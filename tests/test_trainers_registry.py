@@ -3,7 +3,7 @@ schedule for every -mini model."""
 
 from __future__ import annotations
 
-from trainers.registry import MINI_SETTINGS, TrainSettings, default_settings, parse_model_name
+from prior.trainers.registry import MINI_SETTINGS, TrainSettings, default_settings, parse_model_name
 
 
 def test_registry_paper_settings_come_from_the_model_classes() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.main import app
+from prior.cli.main import app
+from prior.trainers.registry import task_for
 from tests.trainers_fixtures import tiny_backbone
-from trainers.registry import task_for
 
 runner = CliRunner()
 

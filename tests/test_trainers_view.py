@@ -13,10 +13,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli.train import eval_, train
-from featurestore import storage_options as so
-from featurestore.errors import PriorError
-from layouts.views import resolve_view, variants
+from prior.cli.train import eval_, train
+from prior.featurestore import storage_options as so
+from prior.featurestore.errors import PriorError
+from prior.layouts.views import resolve_view, variants
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 
@@ -80,7 +80,7 @@ def test_view_on_a_model_without_variants_is_an_error(setup: tuple[Path, Path], 
 def test_view_storage_options_travel_in_the_settings(setup: tuple[Path, Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """`--storage-option` reaches open_store as an argument; the environment is left alone."""
-    import trainers.loop as loop
+    import prior.trainers.loop as loop
 
     monkeypatch.setenv(so.ENV, '{"anon": false}')
     seen: list[Any] = []

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 from transformers import BertConfig, BertModel, BertTokenizer
 
-from featurestore import keys as K
-from featurestore import open_store
-from featurestore.store import Store, make_entry
-from layouts.kinds import PairMatrix, SentenceMask, SentenceVector, WordIds
+from prior.featurestore import keys as K
+from prior.featurestore import open_store
+from prior.featurestore.store import Store, make_entry
+from prior.layouts.kinds import PairMatrix, SentenceMask, SentenceVector, WordIds
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "un",
          "##believ", "##able", "on", "mat", ".", "ran", "big", "small", "bird", "flew", "away"]

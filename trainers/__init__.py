@@ -1,6 +1,6 @@
 """Knowledge-enhanced BERT models, the store-reading data loader and the train/eval loops.
 
-``from trainers import load_model`` (`trainers.predict`) is imported on first use, so
+``from prior.trainers import load_model`` (`prior.trainers.predict`) is imported on first use, so
 importing a submodule does not load the prediction code.
 """
 
@@ -11,7 +11,7 @@ __all__ = ["Prediction", "Predictor", "load_model"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from trainers import predict
+        from prior.trainers import predict
 
         return getattr(predict, name)
     raise AttributeError(f"module 'trainers' has no attribute {name!r}")

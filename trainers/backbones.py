@@ -22,8 +22,8 @@ import torch
 from transformers import AutoTokenizer, BertConfig
 from transformers.utils import logging as hf_logging
 
-from featurestore.errors import ResourceError
-from trainers.models.base import PriorBertModel
+from prior.featurestore.errors import ResourceError
+from prior.trainers.models.base import PriorBertModel
 
 HUB_IDS = {"base": "google-bert/bert-base-uncased", "large": "google-bert/bert-large-uncased"}
 log = logging.getLogger(__name__)

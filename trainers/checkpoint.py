@@ -1,6 +1,6 @@
 """A checkpoint folder's integrity: what is checked before a checkpoint is loaded.
 
-When :func:`trainers.loop.save_checkpoint` writes a checkpoint, ``prior.json`` records the
+When :func:`prior.trainers.loop.save_checkpoint` writes a checkpoint, ``prior.json`` records the
 sha256 of every file ``save_pretrained`` wrote next to it (``model.safetensors``,
 ``config.json``, the tokenizer's files) under ``files_sha256``. :func:`check_checkpoint`
 then refuses, with one :class:`CheckpointError` line naming the file and what to do:
@@ -25,16 +25,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from featurestore.errors import PriorError
+from prior.featurestore.errors import PriorError
 
 if TYPE_CHECKING:
-    from trainers.models.base import PriorBertModel
+    from prior.trainers.models.base import PriorBertModel
 
 log = logging.getLogger(__name__)
 
 META_FILE = "prior.json"
 CHECKSUMS = "files_sha256"
-#: not in the checksums: prior.json itself and `last/`'s resume state (trainers.loop's
+#: not in the checksums: prior.json itself and `last/`'s resume state (prior.trainers.loop's
 #: OPTIMIZER_FILE and STATE_FILE, written after the checkpoint)
 NOT_CHECKSUMMED = (META_FILE, "optimizer.safetensors", "trainer_state.json")
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
@@ -62,7 +62,7 @@ def file_checksums(directory: Path) -> dict[str, str]:
 def read_meta(directory: Path) -> dict[str, Any]:
     """``prior.json`` of a checkpoint folder, checked to name a known model and hold the fields
     that loading, prediction and evaluation read."""
-    from trainers.models import MODEL_CLASSES
+    from prior.trainers.models import MODEL_CLASSES
 
     path = directory / META_FILE
     if not path.is_file():
@@ -132,7 +132,7 @@ def check_checkpoint(directory: Path, meta: Mapping[str, Any]) -> None:
 def load_weights(directory: Path, cls: type[PriorBertModel]) -> tuple[PriorBertModel, Any]:
     """(model, tokenizer) of a checked checkpoint folder: safetensors only, every weight of the
     model present and fitting (an altered config is refused, not half-initialised)."""
-    from trainers import backbones
+    from prior.trainers import backbones
 
     _check_readable(directory)
     try:

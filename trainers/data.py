@@ -1,13 +1,13 @@
 """The loader: a split's pairs, labels, word pieces and word-level features, from the store.
 
 :func:`load_split` reads the store once: the split's pairs, the parse's words, and the feature
-a model reads, selected by the store's entry contract (`featurestore.selection`) and gathered
-for the split's pairs (`featurestore.frame.gather`; a view such as DAFA's M_F combines its
-entries here, `layouts.views`). It tokenizes every pair once (`trainers.tokens`). Features
-become batch tensors by their storage layout alone (`trainers.sources`): the loader knows no
+a model reads, selected by the store's entry contract (`prior.featurestore.selection`) and gathered
+for the split's pairs (`prior.featurestore.frame.gather`; a view such as DAFA's M_F combines its
+entries here, `prior.layouts.views`). It tokenizes every pair once (`prior.trainers.tokens`). Features
+become batch tensors by their storage layout alone (`prior.trainers.sources`): the loader knows no
 feature names. :meth:`PairData.batch` then builds a batch with no per-pair Python work: rows
 of padded arrays cut to the batch's longest pair (per-batch padding) and the feature grid built
-by vectorized gathers (`trainers.grid`).
+by vectorized gathers (`prior.trainers.grid`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from featurestore import Store
-from featurestore.errors import DataError, PriorError
-from featurestore.frame import gather
-from featurestore.selection import EntrySelectionError, ParseSelectionError, build_command, select_parse
-from featurestore.store import EntryInfo
-from layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
-from layouts.views import VIEWS, column_name, view_of
-from trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
-from trainers.tokens import Encoded, encode_pairs
+from prior.featurestore import Store
+from prior.featurestore.errors import DataError, PriorError
+from prior.featurestore.frame import gather
+from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_command, select_parse
+from prior.featurestore.store import EntryInfo
+from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
+from prior.layouts.views import VIEWS, column_name, view_of
+from prior.trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
+from prior.trainers.tokens import Encoded, encode_pairs
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def read_entries(store: Store, feature: str, dataset: str, split: str, *,
                  entries: dict[str, str] | None = None) -> list[EntryInfo]:
     """The store entries a model's feature (an entry or view name) is read from for one split:
     the default entries, or those ``params`` or ``entry`` (a key prefix) pick
-    (`featurestore.selection`), or exactly the ``entries`` (name → key) a checkpoint recorded.
+    (`prior.featurestore.selection`), or exactly the ``entries`` (name → key) a checkpoint recorded.
     Each must hold every pair of the split; otherwise `MissingFeatureError` with the
     candidates or the `prior build` line that adds what is missing."""
     try:
@@ -65,7 +65,7 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, pair_ke
                    entry: str | None = None, entries: dict[str, str] | None = None
                    ) -> tuple[FeatureSource, list[EntryInfo]]:
     """The batch source of ``feature`` (an entry or a view) for a split's pairs, and the
-    entries it reads. A view combines its entries (`layouts.views`); a plain entry is read by
+    entries it reads. A view combines its entries (`prior.layouts.views`); a plain entry is read by
     the layout it recorded."""
     view = view_of(feature)
     recorded = None if entries is None else {n: entries[n] for n in view.entries if n in entries}
@@ -242,7 +242,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     feature instead (DAFA's ablations). The words are those of the feature's parse; without a
     feature, of ``parse`` (an id: what a checkpoint recorded), else of the parse of ``parser``
     (a ``--parser`` value; default: the default parser), never of "the latest" parse
-    (`featurestore.selection.select_parse`)."""
+    (`prior.featurestore.selection.select_parse`)."""
     pairs = store.pairs(dataset, split)
     if limit is not None:
         pairs = pairs.head(limit)

@@ -13,7 +13,7 @@ Token positions are described by two int arrays of shape (B, T): ``seg`` (0 = a 
 sentence A, 1 = of B, -1 = special token or padding) and ``wid`` (the piece's word index in
 its own sentence, -1 for special tokens and padding), from :func:`token_positions`.
 
-Word-level values of a whole split live in one ragged array (`layouts.ragged.Ragged`: flat
+Word-level values of a whole split live in one ragged array (`prior.layouts.ragged.Ragged`: flat
 values with per-item offsets and shapes), so building a batch's grids is a handful of
 vectorized numpy gathers over (B, T, T), with no Python loop over cells or pairs.
 """
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from layouts.ragged import Ragged
+from prior.layouts.ragged import Ragged
 
 
 def token_positions(word_ids: Sequence[int | None], sequence_ids: Sequence[int | None],

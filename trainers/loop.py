@@ -45,18 +45,18 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from featurestore import Store, open_store
-from featurestore.errors import DataError, NotFoundError, PriorError
-from featurestore.names import check_name
-from featurestore.progress import Progress, stage_bars
-from featurestore.selection import parser_spec
-from layouts.views import resolve_view
-from trainers import backbones, metrics
-from trainers import checkpoint as ckpt
-from trainers.data import PairData, dataset_kind, load_split
-from trainers.models import MODEL_CLASSES
-from trainers.models.base import PriorBertModel
-from trainers.registry import Task, TrainSettings, default_settings, parse_model_name, task_for
+from prior.featurestore import Store, open_store
+from prior.featurestore.errors import DataError, NotFoundError, PriorError
+from prior.featurestore.names import check_name
+from prior.featurestore.progress import Progress, stage_bars
+from prior.featurestore.selection import parser_spec
+from prior.layouts.views import resolve_view
+from prior.trainers import backbones, metrics
+from prior.trainers import checkpoint as ckpt
+from prior.trainers.data import PairData, dataset_kind, load_split
+from prior.trainers.models import MODEL_CLASSES
+from prior.trainers.models.base import PriorBertModel
+from prior.trainers.registry import Task, TrainSettings, default_settings, parse_model_name, task_for
 
 META_FILE = "prior.json"
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
@@ -68,7 +68,7 @@ RUNS = Path("runs")
 
 def default_output(model: str, dataset: str, seed: int) -> Path:
     """``runs/<model>-<dataset>-s<seed>``. The model and dataset names must be plain names
-    (`featurestore.names.check_name`: no separators, no ``..``), so the folder is always one
+    (`prior.featurestore.names.check_name`: no separators, no ``..``), so the folder is always one
     entry directly inside ``runs/``, whatever name a store holds; `StoreError` otherwise."""
     name = f"{check_name('model', model)}-{check_name('dataset', dataset)}-s{int(seed)}"
     return RUNS / check_name("output folder", name)
@@ -193,7 +193,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
 
 
 def run_view(cfg: TrainConfig, model: str) -> str | None:
-    """The view a run of ``model`` reads instead of its feature (`layouts.views.resolve_view`);
+    """The view a run of ``model`` reads instead of its feature (`prior.layouts.views.resolve_view`);
     None: the feature as stored."""
     feature = MODEL_CLASSES[model].feature
     view = cfg.view
@@ -295,7 +295,7 @@ def load_optimizer(path: Path, model: torch.nn.Module, optimizer: torch.optim.Op
 
 def save_checkpoint(directory: Path, model: PriorBertModel, tokenizer: Any, meta: dict[str, Any]) -> None:
     """``save_pretrained`` (safetensors) + tokenizer + ``prior.json``, which records the sha256
-    of every file written (`trainers.checkpoint`)."""
+    of every file written (`prior.trainers.checkpoint`)."""
     directory.mkdir(parents=True, exist_ok=True)
     with backbones.quiet_hf():
         model.save_pretrained(directory)
@@ -307,7 +307,7 @@ def save_checkpoint(directory: Path, model: PriorBertModel, tokenizer: Any, meta
 def load_checkpoint(directory: Path | str) -> tuple[PriorBertModel, Any, dict[str, Any]]:
     """(model, tokenizer, prior.json) of a checkpoint directory written by :func:`train`; a
     checkpoint that is damaged, altered or pickled is a one-line `CheckpointError`
-    (`trainers.checkpoint`)."""
+    (`prior.trainers.checkpoint`)."""
     directory = Path(directory)
     meta = ckpt.read_meta(directory)
     ckpt.check_checkpoint(directory, meta)

@@ -1,7 +1,7 @@
 """Predictions of a trained checkpoint for new sentence pairs: `prior predict` and the Python
 entry point::
 
-    from trainers import load_model
+    from prior.trainers import load_model
 
     model = load_model("runs/dafa-mini-sick-s42")    # a `prior train` output (its best/) or a checkpoint
     for p in model.predict([("A man plays a guitar.", "Someone plays music.")]):
@@ -11,7 +11,7 @@ A model reads its feature from the store, as in training and evaluation. New pai
 first get their parse and the model's feature entries, built exactly as the checkpoint's were
 (same parse, same parameters, the training data's IDF table or vocabulary), into a store:
 ``store=`` or ``$PRIOR_HOME/predict-store``, where later predictions reuse what is there.
-That build is the pipeline's job (`pipeline.predict.build_pairs`); ``load_model`` takes it as
+That build is the pipeline's job (`prior.pipeline.predict.build_pairs`); ``load_model`` takes it as
 its ``builder`` and imports the default one when the first prediction needs it. This is the
 one place where code of ``trainers`` reaches the pipeline: training and evaluation read only
 the store, and importing ``trainers`` never imports ``pipeline``.
@@ -23,7 +23,7 @@ prediction store once.
 
 The parser: ``parser=`` (``--parser``) when given, the choice of the person running it;
 else the spec recorded in ``prior.json`` or the training store's parses record, which the
-builder uses only where it loads no pickle (`pipeline.parsers.check_recorded_spec`): a
+builder uses only where it loads no pickle (`prior.pipeline.parsers.check_recorded_spec`): a
 checkpoint or a store never names code to run.
 """
 
@@ -37,15 +37,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from featurestore import open_store
-from featurestore.errors import DataError, PriorError
-from featurestore.paths import prior_home
-from featurestore.progress import stage_bars
-from featurestore.selection import parser_spec
-from featurestore.store import EntryInfo
-from layouts.views import view_of
-from trainers.data import load_split, read_name
-from trainers.loop import Runtime, checkpoint_dir, load_checkpoint, predict, runtime
+from prior.featurestore import open_store
+from prior.featurestore.errors import DataError, PriorError
+from prior.featurestore.paths import prior_home
+from prior.featurestore.progress import stage_bars
+from prior.featurestore.selection import parser_spec
+from prior.featurestore.store import EntryInfo
+from prior.layouts.views import view_of
+from prior.trainers.data import load_split, read_name
+from prior.trainers.loop import Runtime, checkpoint_dir, load_checkpoint, predict, runtime
 
 
 def default_predict_store() -> str:
@@ -96,7 +96,7 @@ class Built(Protocol):
 
 
 class PairBuilder(Protocol):
-    """Builds the pairs' parse and entries into a store (`pipeline.predict.build_pairs`)."""
+    """Builds the pairs' parse and entries into a store (`prior.pipeline.predict.build_pairs`)."""
 
     def __call__(self, store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
                  pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
@@ -106,7 +106,7 @@ class PairBuilder(Protocol):
 
 
 def _default_builder() -> PairBuilder:
-    from pipeline.predict import build_pairs  # the one pipeline import of trainers (module docstring)
+    from prior.pipeline.predict import build_pairs  # the one pipeline import of trainers (module docstring)
 
     return build_pairs
 
@@ -245,7 +245,7 @@ def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str 
     features are built (default ``$PRIOR_HOME/predict-store``); ``parser``: the ``--parser``
     spec that gives the model's parse (default: as recorded); ``workers``: Dask workers for
     the build (0: in this process); ``builder``: what builds the features (default
-    `pipeline.predict.build_pairs`); ``storage_options``: fsspec options of the stores at URLs
+    `prior.pipeline.predict.build_pairs`); ``storage_options``: fsspec options of the stores at URLs
     (the training store, ``store``; None: ``$PRIOR_STORAGE_OPTIONS``)."""
     folder = checkpoint_dir(checkpoint)
     model, tokenizer, meta = load_checkpoint(folder)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from featurestore.errors import PriorError
-from trainers.models import MODEL_CLASSES
+from prior.featurestore.errors import PriorError
+from prior.trainers.models import MODEL_CLASSES
 
 SIZES = ("base", "large", "mini")
 
@@ -51,7 +51,7 @@ MINI_SETTINGS: dict[str, Any] = {"lr": 5e-5, "epochs": 3}
 @dataclass(frozen=True)
 class Task:
     """What a run learns and how it is scored, from the label kind the store records for the
-    training split (`trainers.data.split_labels`): classification over ``label_names``
+    training split (`prior.trainers.data.split_labels`): classification over ``label_names``
     (cross-entropy, one logit per class) or regression (MSE on one score)."""
 
     kind: Literal["classification", "regression"]

@@ -1,8 +1,8 @@
 """Feature sources: a split's word-level feature values → batch tensors, by storage layout.
 
-A source holds one item per pair of the split (`layouts.ragged.Ragged`, aligned with the
-split's rows) and builds the batch tensor its layout calls for (`layouts.kinds`) with the
-vectorized gathers of `trainers.grid`:
+A source holds one item per pair of the split (`prior.layouts.ragged.Ragged`, aligned with the
+split's rows) and builds the batch tensor its layout calls for (`prior.layouts.kinds`) with the
+vectorized gathers of `prior.trainers.grid`:
 
 - `PairMatrix` → `PairGridSource`: a (B, T, T) float grid, the stored value (+ ``shift``) on
   the A×B and B×A blocks, ``neutral`` elsewhere;
@@ -20,10 +20,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from featurestore.errors import PriorError
-from layouts.kinds import Layout, PairMatrix, SentenceMask, WordIds
-from layouts.ragged import Ragged
-from trainers.grid import mask_grid, pair_grid, word_rows
+from prior.featurestore.errors import PriorError
+from prior.layouts.kinds import Layout, PairMatrix, SentenceMask, WordIds
+from prior.layouts.ragged import Ragged
+from prior.trainers.grid import mask_grid, pair_grid, word_rows
 
 #: how `prior eval --features` feeds a model its feature: as stored, replaced by the neutral
 #: value, or by another pair's feature (a fixed derangement of the split's pairs)

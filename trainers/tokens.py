@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import PriorError
-from trainers.grid import token_positions
+from prior.featurestore.errors import PriorError
+from prior.trainers.grid import token_positions
 
 
 @dataclass(frozen=True)

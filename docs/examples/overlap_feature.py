@@ -3,7 +3,7 @@
 O[i, j] = 1 when word i of A and word j of B are the same word (compared lowercased), else 0:
 the "exact match" signal many matching models add. One file, then one registration:
 
-    from pipeline.features.registry import register_feature_set
+    from prior.pipeline.features.registry import register_feature_set
     register_feature_set("overlap", lambda options: [OverlapFeature(**options.feature_options.get("overlap", {}))])
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import PriorError
-from layouts.kinds import PairMatrix
-from pipeline.features.base import FeatureBase
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import PriorError
+from prior.layouts.kinds import PairMatrix
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.parsers.base import Parse
 
 
 class OverlapFeature(FeatureBase):

@@ -4,7 +4,7 @@ learned bonus where the two words are the same (the ``overlap`` example feature)
 scores = QKᵀ/√d + w · O_grid + mask, with one scalar w per head, initialised to 0 so training
 starts from BERT. One file, then one registration:
 
-    from trainers.models import register_model
+    from prior.trainers.models import register_model
     register_model(OverlapBertModel)
 """
 
@@ -18,7 +18,7 @@ from transformers import BertConfig
 from transformers import initialization as init
 from transformers.models.bert.modeling_bert import BertSelfAttention
 
-from trainers.models.base import PriorBertModel, additive_mask
+from prior.trainers.models.base import PriorBertModel, additive_mask
 
 
 class OverlapSelfAttention(BertSelfAttention):

@@ -11,10 +11,10 @@ Rows that cannot be used are never dropped silently: each becomes a :class:`Skip
 row, field, reason) in ``SplitData.skipped``. See docs/datasets.md.
 """
 
-from pipeline.datasets.api import dataset_splits, list_datasets, read_split
-from pipeline.datasets.generic import read_file
-from pipeline.datasets.registry import SPECS
-from pipeline.datasets.types import DatasetInfo, PairRow, Skip, SplitData, SplitInfo
+from prior.pipeline.datasets.api import dataset_splits, list_datasets, read_split
+from prior.pipeline.datasets.generic import read_file
+from prior.pipeline.datasets.registry import SPECS
+from prior.pipeline.datasets.types import DatasetInfo, PairRow, Skip, SplitData, SplitInfo
 
 __all__ = ["SPECS", "DatasetInfo", "PairRow", "Skip", "SplitData", "SplitInfo", "dataset_splits",
            "list_datasets", "read_file", "read_split"]

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from featurestore.errors import DataError
-from pipeline.datasets.collect import check_limit
-from pipeline.datasets.generic import read_file
-from pipeline.datasets.hub import HubUnavailable, hub_location, hub_note, read_hub
-from pipeline.datasets.lines import file_sha256
-from pipeline.datasets.registry import SPECS, get_spec
-from pipeline.datasets.resolve import locate, not_found, search_plan
-from pipeline.datasets.types import DatasetInfo, SplitData, SplitInfo
+from prior.featurestore.errors import DataError
+from prior.pipeline.datasets.collect import check_limit
+from prior.pipeline.datasets.generic import read_file
+from prior.pipeline.datasets.hub import HubUnavailable, hub_location, hub_note, read_hub
+from prior.pipeline.datasets.lines import file_sha256
+from prior.pipeline.datasets.registry import SPECS, get_spec
+from prior.pipeline.datasets.resolve import locate, not_found, search_plan
+from prior.pipeline.datasets.types import DatasetInfo, SplitData, SplitInfo
 
 
 def read_split(dataset: str | Path, split: str, *, path: str | Path | None = None,

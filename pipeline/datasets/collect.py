@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from featurestore.errors import DataError
-from pipeline.datasets.labels import LabelScheme, Unusable
-from pipeline.datasets.tables import ROW_FIELD, Record
-from pipeline.datasets.types import PairRow, Skip
+from prior.featurestore.errors import DataError
+from prior.pipeline.datasets.labels import LabelScheme, Unusable
+from prior.pipeline.datasets.tables import ROW_FIELD, Record
+from prior.pipeline.datasets.types import PairRow, Skip
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from featurestore.errors import DataError
-from pipeline.datasets import labels as L
-from pipeline.datasets.collect import Collected, Columns, collect
-from pipeline.datasets.lines import iter_lines
-from pipeline.datasets.tables import Record, iter_jsonl, iter_quoted, iter_tsv, iter_tsv_fixed
-from pipeline.datasets.types import LabelKind
+from prior.featurestore.errors import DataError
+from prior.pipeline.datasets import labels as L
+from prior.pipeline.datasets.collect import Collected, Columns, collect
+from prior.pipeline.datasets.lines import iter_lines
+from prior.pipeline.datasets.tables import Record, iter_jsonl, iter_quoted, iter_tsv, iter_tsv_fixed
+from prior.pipeline.datasets.types import LabelKind
 
 
 @dataclass

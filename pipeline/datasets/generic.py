@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from featurestore.errors import DataError, NotFoundError
-from pipeline.datasets import labels as L
-from pipeline.datasets.collect import Columns, collect
-from pipeline.datasets.lines import file_sha256
-from pipeline.datasets.tables import Record, iter_jsonl, iter_parquet, iter_quoted, iter_tsv
-from pipeline.datasets.types import LabelKind, Origin, SplitData
+from prior.featurestore.errors import DataError, NotFoundError
+from prior.pipeline.datasets import labels as L
+from prior.pipeline.datasets.collect import Columns, collect
+from prior.pipeline.datasets.lines import file_sha256
+from prior.pipeline.datasets.tables import Record, iter_jsonl, iter_parquet, iter_quoted, iter_tsv
+from prior.pipeline.datasets.types import LabelKind, Origin, SplitData
 
 SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".parquet", ".pq")
 

@@ -29,11 +29,11 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline.datasets import labels as L
-from pipeline.datasets.collect import Columns, collect
-from pipeline.datasets.registry import DatasetSpec
-from pipeline.datasets.tables import Record
-from pipeline.datasets.types import LabelKind, SplitData
+from prior.pipeline.datasets import labels as L
+from prior.pipeline.datasets.collect import Columns, collect
+from prior.pipeline.datasets.registry import DatasetSpec
+from prior.pipeline.datasets.tables import Record
+from prior.pipeline.datasets.types import LabelKind, SplitData
 
 _TRUE = ("1", "true", "yes", "on")
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pipeline.datasets.types import Label, LabelKind
+from prior.pipeline.datasets.types import Label, LabelKind
 
 
 class Unusable(Exception):

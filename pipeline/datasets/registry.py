@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from featurestore.errors import NotFoundError
-from pipeline.datasets import formats as F
-from pipeline.datasets import labels as L
+from prior.featurestore.errors import NotFoundError
+from prior.pipeline.datasets import formats as F
+from prior.pipeline.datasets import labels as L
 
 
 @dataclass(frozen=True)

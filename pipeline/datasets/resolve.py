@@ -20,9 +20,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from featurestore.errors import NotFoundError
-from pipeline.datasets.registry import DatasetSpec
-from pipeline.datasets.types import Origin
+from prior.featurestore.errors import NotFoundError
+from prior.pipeline.datasets.registry import DatasetSpec
+from prior.pipeline.datasets.types import Origin
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def bundled_dir() -> Path:
     env = os.environ.get("PRIOR_BUNDLED_DATA")
     if env:
         return Path(env).expanduser()
-    import pipeline
+    from prior import pipeline
 
     return Path(pipeline.__file__).resolve().parent.parent / "data"
 

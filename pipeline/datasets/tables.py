@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from featurestore.errors import DataError
-from pipeline.datasets.lines import iter_lines
+from prior.featurestore.errors import DataError
+from prior.pipeline.datasets.lines import iter_lines
 
 ROW_FIELD = "(row)"  # the `field` of a skip that concerns the whole record
 EXTRA = "(extra)"  # key of the fields beyond the named ones (headerless formats)

@@ -63,8 +63,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.embeddings import Progress
-from pipeline.embeddings.io import Embeddings
+from prior.pipeline.embeddings import Progress
+from prior.pipeline.embeddings.io import Embeddings
 
 
 @dataclass(frozen=True)

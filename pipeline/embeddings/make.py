@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from featurestore.errors import NotFoundError, PriorError
-from pipeline.embeddings import Progress
-from pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
-from pipeline.embeddings.depcontexts import corpus_contexts
-from pipeline.embeddings.io import Embeddings, read_embeddings, write_word2vec_text
-from pipeline.embeddings.sgns import SgnsSettings, train_sgns
-from pipeline.embeddings.table import load_embeddings, store_embeddings
+from prior.featurestore.errors import NotFoundError, PriorError
+from prior.pipeline.embeddings import Progress
+from prior.pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
+from prior.pipeline.embeddings.depcontexts import corpus_contexts
+from prior.pipeline.embeddings.io import Embeddings, read_embeddings, write_word2vec_text
+from prior.pipeline.embeddings.sgns import SgnsSettings, train_sgns
+from prior.pipeline.embeddings.table import load_embeddings, store_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,11 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
     """Levy & Goldberg-style embeddings from the parses already in ``store``.
 
     ``parse`` (an id prefix) picks the parse, else ``parser`` (a ``--parser`` value; default:
-    the default parser's parse, never "the latest"; `featurestore.selection.parse_of`);
+    the default parser's parse, never "the latest"; `prior.featurestore.selection.parse_of`);
     ``datasets`` restricts the corpus to the sentences of those datasets (default: every
     sentence of that parse). The record names the parse, its parser and the sentence count.
     """
-    from featurestore.selection import parse_of, recorded_parsers
+    from prior.featurestore.selection import parse_of, recorded_parsers
 
     t0 = time.perf_counter()
     parse_id = parse_of(store, parse=parse, parser=parser)
@@ -133,7 +133,7 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
         raise NotFoundError(f"{source} is neither an embedding file nor an embeddings resource "
                             "of the store; pass a word2vec/GloVe/fastText file")
     if wordnet is None:
-        from pipeline.resources.wordnet import load_wordnet, wordnet_version
+        from prior.pipeline.resources.wordnet import load_wordnet, wordnet_version
 
         wordnet = load_wordnet()
         wn_id = wordnet_version(wordnet)

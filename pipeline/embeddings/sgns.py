@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import DataError
-from pipeline.embeddings import Progress
-from pipeline.embeddings.io import Embeddings
+from prior.featurestore.errors import DataError
+from prior.pipeline.embeddings import Progress
+from prior.pipeline.embeddings.io import Embeddings
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from featurestore.errors import ResourceError
-from pipeline.embeddings.io import Embeddings
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.embeddings.io import Embeddings
 
 EMBEDDINGS_RESOURCE = "embeddings"
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from layouts.kinds import Layout
+from prior.layouts.kinds import Layout
 
 if TYPE_CHECKING:
-    from pipeline.features.context import BuildContext
+    from prior.pipeline.features.context import BuildContext
 
 Scope = Literal["sentence", "pair"]
 
@@ -30,7 +30,7 @@ class Feature(Protocol):
     an IDF table or a vocabulary) or ``restore`` (take them from an existing entry's record),
     ``report_lines`` (driver, for the build report), ``params`` (the entry key), then per
     worker ``setup`` once and ``compute`` per partition. ``layout``
-    says what the stored values are (`layouts.kinds`); the store records it in the entry so
+    says what the stored values are (`prior.layouts.kinds`); the store records it in the entry so
     readers need no feature names."""
 
     @property
@@ -106,7 +106,7 @@ class FeatureBase:
 
     def worker_token(self) -> str:
         """What a worker's set-up copy of this feature must match beyond the entry key to be
-        reused (a worker keeps one copy per entry; `pipeline.worker`): ``""`` for a feature
+        reused (a worker keeps one copy per entry; `prior.pipeline.worker`): ``""`` for a feature
         whose state is its parameters. Optional: the worker reads it with ``getattr``."""
         return ""
 

@@ -1,4 +1,4 @@
-"""What a feature's ``prepare`` and ``restore`` receive from the build (`pipeline.build`
+"""What a feature's ``prepare`` and ``restore`` receive from the build (`prior.pipeline.build`
 makes it): the store, the dataset and its splits' pairs, the build's options and the parses.
 
 Its own module, below both the build and the features, so that the features can name it
@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from featurestore.store import Store
-from pipeline.parsers.base import Parse
+from prior.featurestore.store import Store
+from prior.pipeline.parsers.base import Parse
 
 
 class FeatureOptions(Protocol):
-    """What feature factories (`pipeline.features.registry`) and features read of a build's
-    options; `pipeline.build.BuildOptions` is one. Named here, so that the features never
+    """What feature factories (`prior.pipeline.features.registry`) and features read of a build's
+    options; `prior.pipeline.build.BuildOptions` is one. Named here, so that the features never
     import the build."""
 
     @property

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import DataError, PriorError
-from layouts.kinds import PairMatrix
-from pipeline.features.base import FeatureBase
-from pipeline.features.forms import WordCompare, check_compare, word_forms
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import DataError, PriorError
+from prior.layouts.kinds import PairMatrix
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.features.forms import WordCompare, check_compare, word_forms
+from prior.pipeline.parsers.base import Parse
 
 ROOT = 0  # id of the ROOT head symbol; word forms get ids from 1
 
@@ -177,7 +177,7 @@ def dep_feature_set(options: dict[str, Any]) -> list[Any]:
     ``options`` (``prior build -o dep.NAME=VALUE``, all optional): theta, alpha, nu, compare (shared by
     both features, so words compare the same way in the matrices and in tf-idf) and idf_split.
     """
-    from pipeline.features.tfidf import TfidfFeature
+    from prior.pipeline.features.tfidf import TfidfFeature
 
     opts = dict(options)
     known = {"theta", "alpha", "nu", "compare", "idf_split"}

@@ -35,11 +35,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from featurestore.errors import NotFoundError, PriorError, ResourceError
-from featurestore.keys import digest
-from layouts.kinds import WordIds
-from pipeline.features.base import FeatureBase
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import NotFoundError, PriorError, ResourceError
+from prior.featurestore.keys import digest
+from prior.layouts.kinds import WordIds
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,8 @@ class EmbFeature(FeatureBase):
         sentences can reach (`restrict_index`): ids are unchanged, the object shipped to
         the workers stays small.
         """
-        from pipeline.embeddings.io import read_embeddings
-        from pipeline.embeddings.table import load_embeddings, store_embeddings
+        from prior.pipeline.embeddings.io import read_embeddings
+        from prior.pipeline.embeddings.table import load_embeddings, store_embeddings
 
         if self.resource is not None and self.embeddings is None:
             emb = load_embeddings(ctx.store, self.resource)
@@ -173,7 +173,7 @@ class EmbFeature(FeatureBase):
     def restore(self, ctx: Any, params: Mapping[str, Any]) -> None:
         """The vocabulary an entry was built with (its parameter ``vocab``, a resource of the
         build's store), the lookup given by the options; then as ``prepare``."""
-        from pipeline.embeddings.table import load_embeddings
+        from prior.pipeline.embeddings.table import load_embeddings
 
         key = params.get("vocab")
         if not key:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from featurestore.errors import PriorError
+from prior.featurestore.errors import PriorError
 
 
 def parse_value(text: str) -> Any:

@@ -8,16 +8,16 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from featurestore.errors import PriorError
-from pipeline.features.options import accepted_names, check_options
+from prior.featurestore.errors import PriorError
+from prior.pipeline.features.options import accepted_names, check_options
 
 if TYPE_CHECKING:
-    from pipeline.features.base import Feature
-    from pipeline.features.context import FeatureOptions
+    from prior.pipeline.features.base import Feature
+    from prior.pipeline.features.context import FeatureOptions
 
 
 def _sdoi(options: FeatureOptions) -> list[Feature]:
-    from pipeline.features.sdoi import SdoiFeature
+    from prior.pipeline.features.sdoi import SdoiFeature
 
     sdoi_options = options.feature_options.get("sdoi", {})
     check_options("sdoi", sdoi_options, accepted_names(SdoiFeature))
@@ -25,7 +25,7 @@ def _sdoi(options: FeatureOptions) -> list[Feature]:
 
 
 def _wup(options: FeatureOptions) -> list[Feature]:
-    from pipeline.features.wup import WupFeature
+    from prior.pipeline.features.wup import WupFeature
 
     wup_options = options.feature_options.get("wup", {})
     check_options("wup", wup_options, accepted_names(WupFeature))
@@ -33,7 +33,7 @@ def _wup(options: FeatureOptions) -> list[Feature]:
 
 
 def _dep(options: FeatureOptions) -> list[Feature]:
-    from pipeline.features.dep import dep_feature_set
+    from prior.pipeline.features.dep import dep_feature_set
 
     return dep_feature_set(options.feature_options.get("dep", {}))
 
@@ -42,8 +42,8 @@ def _emb(options: FeatureOptions) -> list[Feature]:
     """Checks that an embedding file (or resource, or an entry to restore) is given and exists
     before any work starts; the file's content is checked when the build reads it, before
     anything is written."""
-    from featurestore.errors import NotFoundError, ResourceError
-    from pipeline.features.emb import EmbFeature
+    from prior.featurestore.errors import NotFoundError, ResourceError
+    from prior.pipeline.features.emb import EmbFeature
 
     emb_options = options.feature_options.get("emb", {})
     check_options("emb", emb_options, [n for n in accepted_names(EmbFeature) if n != "embeddings"])

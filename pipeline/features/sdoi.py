@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import DataError, PriorError
-from layouts.kinds import SentenceMask
-from pipeline.features.base import FeatureBase
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import DataError, PriorError
+from prior.layouts.kinds import SentenceMask
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.parsers.base import Parse
 
 RELATIONS = ("ancestor-or-self", "span-interval")
 

@@ -35,11 +35,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from featurestore.errors import PriorError, ResourceError
-from layouts.kinds import SentenceVector
-from pipeline.features.base import FeatureBase
-from pipeline.features.forms import WordCompare, check_compare, word_forms
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.layouts.kinds import SentenceVector
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.features.forms import WordCompare, check_compare, word_forms
+from prior.pipeline.parsers.base import Parse
 
 log = logging.getLogger(__name__)
 

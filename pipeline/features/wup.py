@@ -62,11 +62,11 @@ zeroes stop words, as the paper's text does ("if one word is a stop word like 'i
   token grid's business.
 
 Speed: per-synset data comes from WordNet's precomputed hierarchy table (`WuPalmer`,
-`pipeline.resources.wn_hierarchy`), shared on disk by all workers; word → synset ids come from
+`prior.pipeline.resources.wn_hierarchy`), shared on disk by all workers; word → synset ids come from
 the index files alone (no data lines parsed); word → sense set and sense-set pair → value are
 cached here. Caches live per worker process: the object pickles without them (only its
 settings) and loads WordNet lazily in `setup()` or on first use, through `load_wordnet_fast`:
-our WNDB reader (`pipeline.resources.wndb`, equal to nltk's answers), ready with the content
+our WNDB reader (`prior.pipeline.resources.wndb`, equal to nltk's answers), ready with the content
 hash in ≈ 0.04 s instead of nltk's 2.3–3.6 s of import and load; nltk's reader only where
 WordNet is a zip.
 """
@@ -81,13 +81,13 @@ from typing import Any
 
 import numpy as np
 
-from featurestore.errors import PriorError, ResourceError
-from layouts.kinds import PairMatrix
-from pipeline.features.base import FeatureBase
-from pipeline.features.wupalmer import SynsetInfo, WuPalmer
-from pipeline.parsers.base import Parse
-from pipeline.resources.wn_hierarchy import table_for
-from pipeline.resources.wordnet import load_wordnet_fast, wordnet_version
+from prior.featurestore.errors import PriorError, ResourceError
+from prior.layouts.kinds import PairMatrix
+from prior.pipeline.features.base import FeatureBase
+from prior.pipeline.features.wupalmer import SynsetInfo, WuPalmer
+from prior.pipeline.parsers.base import Parse
+from prior.pipeline.resources.wn_hierarchy import table_for
+from prior.pipeline.resources.wordnet import load_wordnet_fast, wordnet_version
 
 UPOS_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
 # spaCy's English entity types (OntoNotes 5): names, and the others (dates, times, numbers).
@@ -256,7 +256,7 @@ class WupFeature(FeatureBase):
         self._version = found
 
     def check_resources(self) -> None:
-        """Before a build writes anything (`pipeline.preflight`): `ResourceError` when this
+        """Before a build writes anything (`prior.pipeline.preflight`): `ResourceError` when this
         process finds no WordNet, or another one than the parameters were resolved with. Reads
         the database files' content hash only; WordNet itself is loaded by `setup()`."""
         self._check_version(wordnet_version(directory=self.wordnet_dir))

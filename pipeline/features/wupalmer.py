@@ -3,7 +3,7 @@
 nltk recomputes everything per call and re-reads a file header (``get_version()``) every time:
 0.8–4.7 ms per word pair. `WuPalmer` reads what nltk's algorithm uses per synset (ancestors
 with their shortest distances, minimum and maximum depth) from the precomputed hierarchy table
-(`pipeline.resources.wn_hierarchy`, built once per machine and memory-mapped by every process)
+(`prior.pipeline.resources.wn_hierarchy`, built once per machine and memory-mapped by every process)
 and reproduces nltk (≥ 3.6) to the last bit, quirks included:
 
 - ``need_root`` is true unless both synsets are nouns (WordNet ≠ 1.6). Then a fake root
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from featurestore.errors import ResourceError
-from pipeline.resources.wn_hierarchy import FILE_POS, SS_TYPES, HierarchyTable, table_for
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.resources.wn_hierarchy import FILE_POS, SS_TYPES, HierarchyTable, table_for
 
 ROOT = "*ROOT*"
 ROOT_ID = -1
@@ -64,7 +64,7 @@ class WuPalmer:
     """nltk-exact Wu-Palmer between synsets of a loaded WordNet reader (ours or nltk's).
 
     Per-synset data comes from the precomputed hierarchy table
-    (`pipeline.resources.wn_hierarchy`: ancestors, distances, depths for every synset, shared
+    (`prior.pipeline.resources.wn_hierarchy`: ancestors, distances, depths for every synset, shared
     on disk by all processes) and is turned into a `SynsetInfo` on first use. Synset names,
     needed only to break ties between common hypernyms, are read from the reader when asked.
     """

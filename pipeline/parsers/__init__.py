@@ -2,7 +2,7 @@
 
 ``get_parser(spec)`` returns one parser per process and spec (so one model per Dask worker):
 
-- ``"spacy"``: spaCy's own parse (:class:`~pipeline.parsers.spacy_backend.SpacyParser`);
+- ``"spacy"``: spaCy's own parse (:class:`~prior.pipeline.parsers.spacy_backend.SpacyParser`);
 - ``"biaffine"``: supar's biaffine parser with the model shipped in ``data/parser/``
   (or ``$PRIOR_PARSER_MODEL``);
 - ``"biaffine:<dir>"``: a model exported by ``prior parser train`` (safetensors + JSON);
@@ -25,8 +25,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from featurestore.errors import ResourceError
-from pipeline.parsers.base import DependencyParser, Parse
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers.base import DependencyParser, Parse
 
 __all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",
            "fingerprint_of", "get_parser"]
@@ -64,11 +64,11 @@ def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
     where possible (spacy, spacy:<package>, biaffine, biaffine:<exported dir>)."""
     name, _, arg = spec.partition(":")
     if name == "spacy":
-        from pipeline.parsers.spacy_backend import fingerprint_of_package
+        from prior.pipeline.parsers.spacy_backend import fingerprint_of_package
 
         return {"backend": "spacy", **fingerprint_of_package(arg or None)}
     if name == "biaffine":
-        from pipeline.parsers.artifact import fingerprint_of_spec
+        from prior.pipeline.parsers.artifact import fingerprint_of_spec
 
         cheap = fingerprint_of_spec(arg)
         if cheap is not None:
@@ -90,14 +90,14 @@ def _load_parser(spec: str, device: str) -> DependencyParser:
     name, _, arg = spec.partition(":")
     if name == "spacy":
         if arg:
-            from pipeline.parsers.spacy_backend import SpacyAnnotator, SpacyParser
+            from prior.pipeline.parsers.spacy_backend import SpacyAnnotator, SpacyParser
 
             return SpacyParser(SpacyAnnotator(arg))
-        from pipeline.parsers.spacy_backend import SpacyParser
+        from prior.pipeline.parsers.spacy_backend import SpacyParser
 
         return SpacyParser()
     if name == "biaffine":
-        from pipeline.parsers.biaffine import BiaffineParser
+        from prior.pipeline.parsers.biaffine import BiaffineParser
 
         return BiaffineParser(arg or None, device=device)
     raise ResourceError(f"unknown parser {spec!r}; choose one of {', '.join(BACKENDS)} "

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from featurestore.errors import ResourceError
+from prior.featurestore.errors import ResourceError
 
 if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need only the files
     import torch
@@ -164,7 +164,7 @@ def export_supar_checkpoint(checkpoint: str | Path, out_dir: str | Path, *, dtyp
     """Convert a supar checkpoint (dill pickle: trusted files only) into our artifact."""
     from supar import BiaffineDependencyParser
 
-    from pipeline.parsers.supar_compat import trusted_supar_load
+    from prior.pipeline.parsers.supar_compat import trusted_supar_load
 
     with trusted_supar_load():
         parser = BiaffineDependencyParser.load(str(checkpoint))
@@ -263,7 +263,7 @@ def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], s
 def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
     """The fingerprint of ``biaffine[:arg]`` from the files alone (no torch, no spaCy import);
     None where the model must be loaded (a supar file or published name)."""
-    from pipeline.parsers.spacy_backend import fingerprint_of_package, splitter_of_package
+    from prior.pipeline.parsers.spacy_backend import fingerprint_of_package, splitter_of_package
 
     path = default_model_dir() if not arg else Path(arg).expanduser()
     if not path.is_dir():

@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from featurestore.errors import ResourceError
-from pipeline.parsers.artifact import (
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,
     biaffine_fingerprint,
@@ -37,16 +37,16 @@ from pipeline.parsers.artifact import (
     model_settings_from_supar,
     vocabularies_from_supar,
 )
-from pipeline.parsers.base import Parse
-from pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
-from pipeline.parsers.spacy_backend import (
+from prior.pipeline.parsers.base import Parse
+from prior.pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
+from prior.pipeline.parsers.spacy_backend import (
     SpacyAnnotator,
     doc_to_parse,
     fingerprint_of_package,
     shared_annotator,
     splitter_of_package,
 )
-from pipeline.parsers.supar_compat import quiet_supar_warnings
+from prior.pipeline.parsers.supar_compat import quiet_supar_warnings
 
 DEFAULT_BATCH_TOKENS = 5000
 # spaCy component that splits texts into the sentences the biaffine model parses (see
@@ -60,7 +60,7 @@ def load_supar_model(spec: str) -> LoadedModel:
 
     from supar import BiaffineDependencyParser
 
-    from pipeline.parsers.supar_compat import trusted_supar_load
+    from prior.pipeline.parsers.supar_compat import trusted_supar_load
 
     try:
         with trusted_supar_load():

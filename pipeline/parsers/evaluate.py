@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featurestore.progress import Progress
-from pipeline.parsers.conllu import ConlluSentence, read_conllu
+from prior.featurestore.progress import Progress
+from prior.pipeline.parsers.conllu import ConlluSentence, read_conllu
 
 # ClearNLP (spaCy en_core_web_sm) -> UD universal relation. Approximate: see module docstring.
 SPACY_TO_UD: dict[str, str] = {
@@ -143,8 +143,8 @@ class EvalResult:
 
 
 def evaluate_file(spec: str, path: str | Path, progress: Progress | None = None) -> EvalResult:
-    """Evaluate the parser ``spec`` (see :func:`pipeline.parsers.get_parser`) on a CoNLL-U file."""
-    from pipeline.parsers import get_parser
+    """Evaluate the parser ``spec`` (see :func:`prior.pipeline.parsers.get_parser`) on a CoNLL-U file."""
+    from prior.pipeline.parsers import get_parser
 
     gold = read_conllu(path)
     scores = evaluate_parser(get_parser(spec), gold, progress)

@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from featurestore.errors import ResourceError
-from pipeline.parsers.supar_compat import quiet_supar_warnings
+from prior.featurestore.errors import ResourceError
+from prior.pipeline.parsers.supar_compat import quiet_supar_warnings
 
 if TYPE_CHECKING:
-    from pipeline.parsers.artifact import Vocabularies
+    from prior.pipeline.parsers.artifact import Vocabularies
 
 DEVICES = ("auto", "cpu", "cuda")
 REL_CHUNK = 128  # words per relation-score chunk (see FastBiaffine.rel_scores)

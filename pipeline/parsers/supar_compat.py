@@ -10,7 +10,7 @@ do about it:
    supar unpickle **for the duration of a block only**, for files we wrote ourselves (our
    training run) or that a user explicitly names (``--parser biaffine:<path or name>``).
    The model `prior` ships is never loaded this way: it is safetensors + JSON
-   (see :mod:`pipeline.parsers.artifact`).
+   (see :mod:`prior.pipeline.parsers.artifact`).
 2. Its Python API reads every setting from a ``Config``: ``build()`` / ``train()`` called
    directly need all the settings that ``supar.cmds`` normally fills from a config file.
    :func:`supar_config` gives the complete set with supar's own defaults (biaffine-dep).
@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from featurestore.errors import ResourceError
+from prior.featurestore.errors import ResourceError
 
 # supar's defaults for the LSTM biaffine dependency parser (supar/cmds + models/dep.py +
 # the biaffine-dep-en config of supar 1.1.4), made explicit.

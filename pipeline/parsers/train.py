@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from featurestore.errors import DataError, ResourceError
-from pipeline.parsers.conllu import read_conllu, write_conllu
-from pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
+from prior.featurestore.errors import DataError, ResourceError
+from prior.pipeline.parsers.conllu import read_conllu, write_conllu
+from prior.pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def train_parser(train: Sequence[str | Path], dev: str | Path, out_dir: str | Pa
                  dtype: str = "float16", resume: bool = False) -> Path:
     """Train (or, with ``resume``, continue the run in ``run_dir``), then export the best (dev)
     model to ``out_dir`` as safetensors + JSON; return ``out_dir``."""
-    from pipeline.parsers.artifact import export_supar_checkpoint
+    from prior.pipeline.parsers.artifact import export_supar_checkpoint
 
     out_dir = Path(out_dir)
     run_dir = Path(run_dir) if run_dir is not None else out_dir / "run"

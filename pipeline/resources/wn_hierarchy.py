@@ -1,7 +1,7 @@
 """WordNet's hypernym hierarchy, precomputed once per database and shared by every process.
 
 Wu-Palmer needs, per synset, its ancestors with their shortest distances and the minimum and
-maximum depth of each (`pipeline.features.wupalmer`). Building that per synset on demand cost a
+maximum depth of each (`prior.pipeline.features.wupalmer`). Building that per synset on demand cost a
 build worker ≈ 0.6 s per 1,000 SNLI pairs (data lines parsed, hypernyms walked), and every
 worker paid it again for the same vocabulary: the ``wup`` stage scaled 1.2× from 1 to 2
 workers. This table holds the answer for all 117,659 synsets of WordNet 3.0 in flat arrays
@@ -39,8 +39,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from featurestore.errors import ResourceError
-from featurestore.paths import prior_home
+from prior.featurestore.errors import ResourceError
+from prior.featurestore.paths import prior_home
 
 FORMAT = 1
 FILE_POS = ("n", "v", "a", "r")
@@ -244,7 +244,7 @@ def hierarchy_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") 
         try:
             table = load_table(directory, wordnet)
         except ResourceError:
-            from pipeline.resources.wordnet import file_lock
+            from prior.pipeline.resources.wordnet import file_lock
 
             directory.parent.mkdir(parents=True, exist_ok=True)
             with file_lock(directory.parent / ".hierarchy.lock"):
@@ -260,7 +260,7 @@ def hierarchy_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") 
 def table_for(wn: Any, wordnet: str | None = None) -> HierarchyTable:
     """The table of a loaded reader, ours or nltk's; ``wordnet`` is its content id
     (`wordnet_version`), computed from the files when not given."""
-    from pipeline.resources.wordnet import file_opener, reader_files, wordnet_version
+    from prior.pipeline.resources.wordnet import file_opener, reader_files, wordnet_version
 
     location = reader_files(wn)
     return hierarchy_table(file_opener(location), wordnet or wordnet_version(wn), str(location))

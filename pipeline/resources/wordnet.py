@@ -19,7 +19,7 @@ other accounts (such as anything under /tmp) and symlinks that leave the data ro
 ``/usr/share/man/man5/lexnames.5WN.gz`` when present, else from the same table embedded here.
 
 `load_wordnet_fast()` is what build workers use: the same files through
-:mod:`pipeline.resources.wndb`, which answers exactly as nltk does without importing nltk. It
+:mod:`prior.pipeline.resources.wndb`, which answers exactly as nltk does without importing nltk. It
 opens in under a millisecond and reads an index file on its first lookup (≈ 0.03 s for all
 four), where ``import nltk`` plus `load_wordnet()` cost 2.3–3.6 s per process.
 
@@ -43,8 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from featurestore.errors import ResourceError
-from featurestore.paths import prior_home
+from prior.featurestore.errors import ResourceError
+from prior.featurestore.paths import prior_home
 
 ENV_DIR = "PRIOR_WORDNET_DIR"
 DEBIAN_DIR = Path("/usr/share/wordnet")
@@ -343,7 +343,7 @@ class NltkWordNet:
 
 def load_wordnet_fast(directory: str | os.PathLike[str] | None = None) -> tuple[Any, str]:
     """A WordNet reader and :func:`wordnet_version`'s id of its files, as fast as possible:
-    :class:`~pipeline.resources.wndb.WndbReader` (no nltk import; ≈ 0.04 s with the content
+    :class:`~prior.pipeline.resources.wndb.WndbReader` (no nltk import; ≈ 0.04 s with the content
     hash) over the files nltk would read, else nltk's reader (a zipped corpus) as
     :class:`NltkWordNet`. Both answer the Wu-Palmer feature's questions identically
     (tests/test_resources_wndb.py)."""
@@ -351,7 +351,7 @@ def load_wordnet_fast(directory: str | os.PathLike[str] | None = None) -> tuple[
     if files is None:
         wn = load_wordnet(directory)
         return NltkWordNet(wn), wordnet_version(wn)
-    from pipeline.resources.wndb import open_wndb
+    from prior.pipeline.resources.wndb import open_wndb
 
     wn = open_wndb(files)
     return wn, wordnet_version(wn)

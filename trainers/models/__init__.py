@@ -13,16 +13,16 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trainers.models.base import PriorBertModel
+    from prior.trainers.models.base import PriorBertModel
 
 #: model name → "module:Class"
 MODELS: dict[str, str] = {
-    "bert": "trainers.models.bert:BertPairModel",
-    "bert-sim": "trainers.models.bert_sim:BertSimModel",
-    "sgnet": "trainers.models.sgnet:SgNetModel",
-    "dafa": "trainers.models.dafa:DafaModel",
-    "gibert": "trainers.models.gibert:GiBertModel",
-    "cda": "trainers.models.cda:CdaModel",
+    "bert": "prior.trainers.models.bert:BertPairModel",
+    "bert-sim": "prior.trainers.models.bert_sim:BertSimModel",
+    "sgnet": "prior.trainers.models.sgnet:SgNetModel",
+    "dafa": "prior.trainers.models.dafa:DafaModel",
+    "gibert": "prior.trainers.models.gibert:GiBertModel",
+    "cda": "prior.trainers.models.cda:CdaModel",
 }
 
 
@@ -67,16 +67,16 @@ class _Classes(Mapping[str, "type[PriorBertModel]"]):
 
 MODEL_CLASSES: Mapping[str, type[PriorBertModel]] = _Classes()
 
-_EXPORTS = {"PriorBertModel": "trainers.models.base", "BertPairModel": "trainers.models.bert",
-            "BertSimModel": "trainers.models.bert_sim", "SgNetModel": "trainers.models.sgnet",
-            "DafaModel": "trainers.models.dafa", "GiBertModel": "trainers.models.gibert",
-            "CdaModel": "trainers.models.cda"}
+_EXPORTS = {"PriorBertModel": "prior.trainers.models.base", "BertPairModel": "prior.trainers.models.bert",
+            "BertSimModel": "prior.trainers.models.bert_sim", "SgNetModel": "prior.trainers.models.sgnet",
+            "DafaModel": "prior.trainers.models.dafa", "GiBertModel": "prior.trainers.models.gibert",
+            "CdaModel": "prior.trainers.models.cda"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'trainers.models' has no attribute {name!r}")
+    raise AttributeError(f"module 'prior.trainers.models' has no attribute {name!r}")
 
 
 __all__ = ["MODELS", "MODEL_CLASSES", "model_class", "register_model", *_EXPORTS]

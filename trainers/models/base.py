@@ -56,7 +56,7 @@ class PriorBertModel(BertForSequenceClassification):
     #: paper options and their defaults; stored in ``config.prior_options``
     default_options: ClassVar[dict[str, Any]] = {}
     #: the paper's training settings where they differ from BERT's recipe
-    #: (`trainers.registry.TrainSettings`), and per dataset where the paper tuned them
+    #: (`prior.trainers.registry.TrainSettings`), and per dataset where the paper tuned them
     paper_settings: ClassVar[dict[str, Any]] = {}
     dataset_settings: ClassVar[dict[str, dict[str, Any]]] = {}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainers.models.base import PriorBertModel
+from prior.trainers.models.base import PriorBertModel
 
 
 class BertPairModel(PriorBertModel):

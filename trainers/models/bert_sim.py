@@ -20,7 +20,7 @@ from torch import nn
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertSelfAttention
 
-from trainers.models.base import PriorBertModel, additive_mask
+from prior.trainers.models.base import PriorBertModel, additive_mask
 
 
 class GridSelfAttention(BertSelfAttention):

@@ -37,7 +37,7 @@ from transformers import BertConfig
 from transformers import initialization as init
 from transformers.models.bert.modeling_bert import BertSelfAttention
 
-from trainers.models.base import PriorBertModel, additive_mask
+from prior.trainers.models.base import PriorBertModel, additive_mask
 
 FUNCTIONS = ("dot", "additive", "minus", "bilinear")
 

@@ -21,7 +21,7 @@ from transformers import BertConfig
 from transformers import initialization as init
 from transformers.models.bert.modeling_bert import BertLayer
 
-from trainers.models.base import PriorBertModel
+from prior.trainers.models.base import PriorBertModel
 
 
 class GatedInjection(nn.Module):

@@ -34,7 +34,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertLayer
 
-from trainers.models.base import PriorBertModel, restrict_mask
+from prior.trainers.models.base import PriorBertModel, restrict_mask
 
 
 class SgNetModel(PriorBertModel):
