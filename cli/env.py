@@ -1,4 +1,5 @@
-"""`prior env`: versions and every resolved path, for bug reports."""
+"""`prior env`: versions and every resolved path, for bug reports; a resource a build needs
+(parser model, bundled data, WordNet, spaCy model) that cannot be found is flagged MISSING."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.metadata as md
 import os
 import platform
 import sys
+from pathlib import Path
 
 from prior.cli.console import console
 
@@ -22,6 +24,7 @@ def env_lines() -> list[tuple[str, str]]:
             lines.append((pkg, md.version(pkg)))
         except md.PackageNotFoundError:
             lines.append((pkg, "not installed"))
+    lines.append(("prior", prior_line()))
     lines.append(("spaCy model", spacy_model_line()))
     try:
         import torch
@@ -36,13 +39,57 @@ def env_lines() -> list[tuple[str, str]]:
               ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)")),
               ("PRIOR_STORAGE_OPTIONS", storage_options_line())]
     lines += wordnet_lines()
-    try:
-        from prior.pipeline.datasets.resolve import bundled_dir as bundled_data_dir
-
-        lines.append(("bundled data", str(bundled_data_dir())))
-    except ImportError:
-        pass
+    lines += [("parser model", parser_model_line()), ("bundled data", bundled_data_line())]
     return lines
+
+
+#: what flags a line whose resource cannot be found
+MISSING = "MISSING"
+
+
+def prior_line() -> str:
+    """The installed version and where the package is imported from."""
+    import prior
+
+    return f"{prior.__version__} ({Path(prior.__file__).parent})"
+
+
+def parser_model_line() -> str:
+    """The default biaffine model's folder (``$PRIOR_PARSER_MODEL`` or the shipped one), and
+    whether its files are there (not loaded)."""
+    from prior.pipeline.parsers.artifact import CONFIG_FILE, WEIGHTS_FILE, default_model_dir
+
+    path = default_model_dir()
+    source = "$PRIOR_PARSER_MODEL" if os.environ.get("PRIOR_PARSER_MODEL") else "shipped"
+    if path.is_file():
+        return f"{path} ({source}; a supar checkpoint)"
+    fix = ("reinstall prior, set PRIOR_PARSER_MODEL, or use `--parser spacy`" if source == "shipped"
+           else "fix or unset PRIOR_PARSER_MODEL")
+    if not path.is_dir():
+        if source == "shipped" or os.sep in str(path):
+            return f"{MISSING}: {path} does not exist; {fix}"
+        return f"{path} ({source}; not a folder: read as a supar model name)"
+    absent = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (path / name).is_file()]
+    if absent:
+        return f"{MISSING}: {path} has no {' or '.join(absent)}; {fix}"
+    return f"{path} ({source})"
+
+
+def bundled_data_line() -> str:
+    """The bundled slices' folder and how many of the known datasets it holds."""
+    from prior.pipeline.datasets.registry import SPECS
+    from prior.pipeline.datasets.resolve import bundled_dir
+
+    root = bundled_dir()
+    fix = "fix or unset PRIOR_BUNDLED_DATA" if os.environ.get("PRIOR_BUNDLED_DATA") else "reinstall prior"
+    if not root.is_dir():
+        return f"{MISSING}: {root} does not exist; {fix}"
+    found = sorted(name for name, spec in SPECS.items()
+                   if any((root / folder / file).is_file()
+                          for folder in spec.folders for files in spec.files.values() for file in files))
+    if not found:
+        return f"{MISSING}: {root} holds no dataset's files; {fix}"
+    return f"{root} ({len(found)} datasets: {', '.join(found)})"
 
 
 def spacy_model_line() -> str:
@@ -54,7 +101,7 @@ def spacy_model_line() -> str:
     try:
         name = find_spacy_model()
     except PriorError as exc:
-        return f"none: {exc}"
+        return f"{MISSING}: {exc}"
     return f"{name} {md.version(name.replace('_', '-'))}"
 
 
@@ -81,13 +128,17 @@ def wordnet_lines() -> list[tuple[str, str]]:
         files = wndb_dir()
         version = wordnet_version()
     except (PriorError, LookupError, OSError) as exc:
-        return [("wordnet", f"not found: {str(exc).splitlines()[0]}")]
+        return [("wordnet", f"{MISSING} (not found): {str(exc).splitlines()[0]}")]
     table = cache_dir(version)
     return [("wordnet", f"{files or 'a zipped nltk corpus'} ({version})"),
             ("wordnet hierarchy table", f"{table} ({'built' if (table / 'meta.json').is_file() else 'built on first use'})")]
 
 
 def env_cmd() -> None:
-    """Print versions and every resolved path."""
-    for name, value in env_lines():
-        console.print(f"{name:<24} {value}")
+    """Print versions and every resolved path; flag resources a build needs that are missing."""
+    lines = env_lines()
+    for name, value in lines:
+        console.print(f"{name:<24} {value}", soft_wrap=True)
+    missing = [name for name, value in lines if value.startswith(MISSING)]
+    if missing:
+        console.print(f"{MISSING}: {', '.join(missing)} (see the lines above for what to do)")

@@ -58,15 +58,27 @@ app = typer.Typer(name="prior", cls=PriorGroup, no_args_is_help=True, add_comple
                   help="Prior-knowledge features for sentence-pair models: build once, train every method.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        import prior
+
+        typer.echo(f"prior {prior.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _user_code(
+def _root(
     code: Annotated[list[Path] | None, typer.Option(
         CODE_FLAG, metavar="FILE.py", help="Python file to import before the command runs (repeatable; "
         "accepted anywhere on the line, e.g. `prior train NAME --code my_model.py`): its "
         "register_feature_set / register_model calls add features and models.")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version of prior and exit.")] = False,
 ) -> Any:
     """Prior-knowledge features for sentence-pair models: build once, train every method."""
-    # the option is consumed by PriorGroup.parse_args before parsing; declared here for --help
+    # --code is consumed by PriorGroup.parse_args before parsing; declared here for --help
+
+
 app.command("build")(build_cmd)
 app.command("datasets")(datasets_cmd)
 app.command("env")(env_cmd)

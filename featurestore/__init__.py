@@ -11,3 +11,7 @@ from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, ma
 
 __all__ = ["DataError", "EntryInfo", "FeatureData", "NotFoundError", "PriorError", "Resource",
            "ResourceError", "Store", "StoreError", "make_entry", "open_store"]
+
+# this folder is the package prior.featurestore (prior/featurestore links here); under its folder name it would load a second copy
+if __name__ != "prior.featurestore":
+    raise ImportError(f"{__name__!r} is part of prior: import prior.featurestore instead")

@@ -1,15 +1,16 @@
-"""The one error root of `prior`.
+"""The errors of `prior`, derived from the one error root :class:`~prior.errors.PriorError`
+(defined below every package in `prior.errors`, re-exported here).
 
-Every error the project raises on purpose derives from :class:`PriorError`; the subclasses also
-derive from the builtin they refine (as zarr-python does), so callers may catch either.
-Messages say what failed, where (file, row, field when known) and what to do about it.
+The subclasses also derive from the builtin they refine (as zarr-python does), so callers may
+catch either. Messages say what failed, where (file, row, field when known) and what to do
+about it.
 """
 
 from __future__ import annotations
 
+from prior.errors import PriorError
 
-class PriorError(Exception):
-    """Root of all errors raised by `prior`."""
+__all__ = ["DataError", "NotFoundError", "PriorError", "ResourceError", "SegmentLostError", "StoreError"]
 
 
 class DataError(PriorError, ValueError):

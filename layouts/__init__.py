@@ -8,7 +8,7 @@
 - `prior.layouts.views`: read-time views that combine entries when read (DAFA's M_F and its
   ablations).
 
-numpy only; of `prior` it imports the error root (`prior.featurestore.errors`) alone, so the store,
+numpy only; of `prior` it imports the error root (`prior.errors`) alone, so the store,
 the pipeline and the trainers may all import it.
 """
 
@@ -29,3 +29,7 @@ __all__ = [
            "register_view",
            "view_of",
 ]
+
+# this folder is the package prior.layouts (prior/layouts links here); under its folder name it would load a second copy
+if __name__ != "prior.layouts":
+    raise ImportError(f"{__name__!r} is part of prior: import prior.layouts instead")

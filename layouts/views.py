@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.layouts.kinds import Layout, PairMatrix
 from prior.layouts.ragged import Ragged
 

@@ -206,7 +206,7 @@ def test_predict_is_the_one_place_trainers_reach_the_pipeline() -> None:
         for node in ast.walk(tree):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            if any(n.split(".")[0] == "pipeline" for n in names):
+            if any(n == "prior.pipeline" or n.startswith("prior.pipeline.") for n in names):
                 found.append((path.name, scopes.get(id(node))))
     assert found == [("predict.py", "_default_builder")]
 

@@ -14,4 +14,8 @@ def __getattr__(name: str) -> Any:
         from prior.trainers import predict
 
         return getattr(predict, name)
-    raise AttributeError(f"module 'trainers' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# this folder is the package prior.trainers (prior/trainers links here); under its folder name it would load a second copy
+if __name__ != "prior.trainers":
+    raise ImportError(f"{__name__!r} is part of prior: import prior.trainers instead")

@@ -7,8 +7,8 @@ Order (first hit wins; environment variables are read at call time, never at imp
 2. ``data_dir`` given by the caller, else ``$PRIOR_DATA_DIR``: ``<dir>/<folder>/<file>`` for
    each of the dataset's folder names and candidate file names
    (``PRIOR_DATA_DIR=/work/shared/data`` finds the full copies there);
-3. the slices bundled with the project: ``$PRIOR_BUNDLED_DATA`` if set, else ``<repo>/data``
-   (the repository root is the parent of the installed ``pipeline`` package);
+3. the slices bundled with the project: ``$PRIOR_BUNDLED_DATA`` if set, else the package data
+   shipped with `prior` (`prior.shipped`: ``data/`` in a checkout, ``prior/data`` when installed);
 4. the Hugging Face hub (see hub.py), tried by the caller when nothing local was found.
 
 Within one folder, a split's candidate file names are tried in the registry's order.
@@ -23,6 +23,7 @@ from pathlib import Path
 from prior.featurestore.errors import NotFoundError
 from prior.pipeline.datasets.registry import DatasetSpec
 from prior.pipeline.datasets.types import Origin
+from prior.shipped import shipped_data_dir
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,11 @@ class Located:
 
 
 def bundled_dir() -> Path:
-    """The bundled slices: $PRIOR_BUNDLED_DATA, else ``data/`` beside the ``pipeline`` package."""
+    """The bundled slices: $PRIOR_BUNDLED_DATA, else the ones shipped with the package."""
     env = os.environ.get("PRIOR_BUNDLED_DATA")
     if env:
         return Path(env).expanduser()
-    from prior import pipeline
-
-    return Path(pipeline.__file__).resolve().parent.parent / "data"
+    return shipped_data_dir()
 
 
 def data_dir_from_env() -> Path | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prior.featurestore.errors import ResourceError
+from prior.shipped import parser_model_dir
 
 if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need only the files
     import torch
@@ -242,10 +243,11 @@ def load_artifact(model_dir: str | Path) -> LoadedModel:
 
 
 def default_model_dir() -> Path:
-    """``$PRIOR_PARSER_MODEL``, else ``data/parser`` of this checkout (resolved when called)."""
+    """``$PRIOR_PARSER_MODEL``, else the model shipped with the package (`prior.shipped`;
+    resolved when called)."""
     if env := os.environ.get("PRIOR_PARSER_MODEL"):
         return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "data" / "parser"
+    return parser_model_dir()
 
 
 # The sentence splitter the biaffine backend asks spaCy for (spacy_backend.sentence_splitter)

@@ -5,7 +5,8 @@ the biaffine model then gives heads and UD relations for each spaCy sentence, al
 a batch of texts parsed together (sorted by length, batches of at most ``batch_tokens`` words).
 
 Model resolution (``BiaffineParser(model)``):
-- ``None``: ``$PRIOR_PARSER_MODEL`` if set, else the model shipped in ``<repo>/data/parser/``;
+- ``None``: ``$PRIOR_PARSER_MODEL`` if set, else the model shipped with the package
+  (`prior.shipped`: ``data/parser/`` of a checkout, ``prior/data/parser`` when installed);
 - a directory: our safetensors + JSON export (:mod:`.artifact`), loaded without pickle;
 - a file: a supar checkpoint, loaded as supar does (pickle, trusted files only);
 - anything else: a published supar model name (e.g. ``biaffine-dep-en``), downloaded by supar
@@ -87,8 +88,8 @@ def load_model(spec: str | Path | None = None) -> LoadedModel:
     if spec is None or str(spec) == "":
         path = default_model_dir()
         if not path.exists():
-            raise ResourceError(f"biaffine parser model directory {path} is missing; reinstall prior from a "
-                                "checkout with data/parser/, set PRIOR_PARSER_MODEL, retrain it with "
+            raise ResourceError(f"biaffine parser model directory {path} is missing; reinstall prior (its "
+                                "package ships the model), set PRIOR_PARSER_MODEL, retrain it with "
                                 "`prior parser train`, or use `--parser spacy`")
         return load_artifact(path)
     path = Path(spec).expanduser()

@@ -1,0 +1,22 @@
+"""`prior`: prior-knowledge features for sentence-pair models, built once into a feature store,
+and the knowledge-enhanced BERT models that read them.
+
+The packages (each a folder of the repository, installed under this namespace):
+
+- `prior.pipeline`: dataset readers, parsers, features, the Dask build;
+- `prior.layouts`: what a stored feature is (storage layouts, ragged arrays, read-time views);
+- `prior.featurestore`: the on-disk store (``from prior.featurestore import open_store``);
+- `prior.trainers`: the models, the store-reading data loader, train/eval and
+  ``from prior.trainers import load_model``;
+- `prior.cli`: the ``prior`` command.
+
+Below them all: `prior.errors` (the error root, ``PriorError``) and `prior.shipped` (the
+parser model and dataset slices shipped as package data). Importing `prior` imports nothing
+else.
+"""
+
+from prior.errors import PriorError
+
+__version__ = "0.1.0"
+
+__all__ = ["PriorError", "__version__"]
