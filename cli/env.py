@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import importlib.util
 import os
 import platform
 import sys
@@ -72,6 +73,9 @@ def parser_model_line() -> str:
     absent = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (path / name).is_file()]
     if absent:
         return f"{MISSING}: {path} has no {' or '.join(absent)}; {fix}"
+    if importlib.util.find_spec("supar") is None:
+        return (f"{MISSING}: {path} ({source}) needs supar, which is not installed: "
+                "pip install --no-deps supar==1.1.4 dill (or use `--parser spacy`)")
     return f"{path} ({source})"
 
 

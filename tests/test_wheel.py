@@ -225,3 +225,43 @@ def test_the_error_root_is_below_every_package() -> None:
     from prior.featurestore.errors import PriorError as Reexported
 
     assert Reexported is PriorError and issubclass(DataError, PriorError)
+
+
+def test_env_flags_missing_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prior env` shows where the shipped parser model and slices are, and flags each one
+    that is missing (a package installed without its data, or a variable pointing nowhere)."""
+    from typer.testing import CliRunner
+
+    import prior.pipeline.datasets.resolve as resolve
+    import prior.pipeline.parsers.artifact as artifact
+    from prior.cli.main import app
+    from prior.shipped import shipped_data_dir
+
+    def lines() -> dict[str, str]:
+        result = CliRunner().invoke(app, ["env"], terminal_width=400)
+        assert result.exit_code == 0, result.output
+        rows = result.output.splitlines()
+        return {line[:24].strip(): line[24:].strip() for line in rows} | {"last": rows[-1]}
+
+    monkeypatch.delenv("PRIOR_BUNDLED_DATA", raising=False)
+    monkeypatch.delenv("PRIOR_PARSER_MODEL", raising=False)
+    shown = lines()
+    assert shown["parser model"] == f"{shipped_data_dir() / 'parser'} (shipped)"
+    assert shown["bundled data"].startswith(f"{shipped_data_dir()} (8 datasets: mrpc, qnli, rte, sick")
+    assert shipped_data_dir() == REPO / "data"
+
+    monkeypatch.setattr(resolve, "shipped_data_dir", lambda: tmp_path / "gone")
+    monkeypatch.setattr(artifact, "parser_model_dir", lambda: tmp_path / "gone" / "parser")
+    shown = lines()
+    assert shown["parser model"] == (f"MISSING: {tmp_path / 'gone' / 'parser'} does not exist; reinstall prior, "
+                                     "set PRIOR_PARSER_MODEL, or use `--parser spacy`")
+    assert shown["bundled data"] == f"MISSING: {tmp_path / 'gone'} does not exist; reinstall prior"
+    assert shown["last"] == "MISSING: parser model, bundled data (see the lines above for what to do)"
+
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PRIOR_PARSER_MODEL", str(tmp_path / "empty"))
+    monkeypatch.setenv("PRIOR_BUNDLED_DATA", str(tmp_path / "empty"))
+    shown = lines()
+    assert shown["parser model"] == (f"MISSING: {tmp_path / 'empty'} has no config.json or model.safetensors; "
+                                     "fix or unset PRIOR_PARSER_MODEL")
+    assert shown["bundled data"] == f"MISSING: {tmp_path / 'empty'} holds no dataset's files; fix or unset PRIOR_BUNDLED_DATA"
