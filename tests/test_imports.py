@@ -47,9 +47,6 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
 
 #: (importing module, imported module) pairs that break the layer table today
 KNOWN_LAYER_BREAKS: set[tuple[str, str]] = {
-    # layouts needs the error root only; PriorError lives in featurestore until the error root
-    # moves below every package
-    ("prior.layouts.views", "prior.featurestore.errors"),
     # predict's default feature builder; to be wired on the CLI side
     ("prior.trainers.predict", "prior.pipeline.predict"),
 }
@@ -63,13 +60,15 @@ def _module_name(path: Path) -> str:
 
 
 def our_modules() -> dict[str, Path]:
-    """Module name → file, for every module of the layer packages (and of a ``prior`` namespace
-    package, should they move under one)."""
+    """Module name → file, for every module of ``prior``: the layer packages (folders of the
+    repository that ``prior/`` links to, so read from the folders, each file once) and the
+    modules of ``prior/`` itself (the version, the error root)."""
     found: dict[str, Path] = {}
-    tops = [ROOT / "prior"] if (ROOT / "prior" / "__init__.py").is_file() else [ROOT / name for name in LAYERS]
-    for top in tops:
-        for path in sorted(top.rglob("*.py")):
-            found[_module_name(path)] = path
+    for name in LAYERS:
+        for path in sorted((ROOT / name).rglob("*.py")):
+            found[f"prior.{_module_name(path)}"] = path
+    for path in sorted((ROOT / "prior").glob("*.py")):
+        found[_module_name(path)] = path
     return found
 
 
@@ -157,7 +156,7 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def _strip(module: str) -> str:
-    return module[len("prior."):] if module.startswith("prior.") else module
+    return module  # module names are full (prior.<package>...), as the lists above write them
 
 
 def layer_breaks(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
