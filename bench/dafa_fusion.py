@@ -8,7 +8,8 @@ M_F changes no prediction on SICK):
 
 * ``fusion_norm_ratio``: median over tokens of ‖f_i·tanh(W_l v_i)‖ / ‖s_i‖, how large the term
   the fusion adds is relative to the attention output it is added to;
-* ``f_mean`` / ``g_mean``: the mean filtration gate f_i and fusion gate g_i;
+* ``f_mean`` / ``g_mean``: the mean filtration gate f_i and fusion gate g_i; ``f_range`` /
+  ``g_range``: their minimum, 5th and 95th percentile and maximum over the tokens;
 * ``layer1_cos`` / ``cls_cos``: cosine of the layer-1 output (per token) and the last hidden
   [CLS] to the pre-trained BERT's (``bert`` at the same seed) on the same tokens; a trained
   ``bert`` checkpoint passed with ``--checkpoint`` gives these two for reference.
@@ -51,9 +52,13 @@ def probe(model: Any, reference: dict[str, torch.Tensor], batch: dict[str, torch
     row: dict[str, Any] = {}
     if terms:
         ratio = terms["added"].norm(dim=-1)[real] / terms["sem"].norm(dim=-1)[real]
+        f, g = terms["f"][..., 0][real], terms["g"][..., 0][real]
+        q = torch.tensor([0.05, 0.95])
         row.update(fusion_norm_ratio=round(float(ratio.median()), 4),
-                   f_mean=round(float(terms["f"][..., 0][real].mean()), 4),
-                   g_mean=round(float(terms["g"][..., 0][real].mean()), 4))
+                   f_mean=round(float(f.mean()), 4), g_mean=round(float(g.mean()), 4),
+                   # the spread over tokens (the paper's Table 7 shows gates from 0.11 to 0.93)
+                   f_range=[round(float(v), 4) for v in (f.min(), *torch.quantile(f, q), f.max())],
+                   g_range=[round(float(v), 4) for v in (g.min(), *torch.quantile(g, q), g.max())])
     row.update(layer1_cos=round(float(_cos(traced["layer1"], reference["layer1"])[real].mean()), 4),
                cls_cos=round(float(_cos(traced["cls"], reference["cls"]).mean()), 4))
     return row

@@ -213,6 +213,62 @@ def cmd_one(args: argparse.Namespace) -> None:
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
+def cmd_reach(args: argparse.Namespace) -> None:
+    """How far each class's oracle moves a model's output, fresh and trained: the same test
+    pairs with the oracle of class 0, 1, 2 forced on every pair. ``cls_change``: median over
+    pairs of ‖x(c) − x(0)‖ / ‖x(0)‖, x the classifier's input (the pooled pair; c = 1, 2);
+    ``logit_change``: mean over pairs of the largest logit difference. A pathway that starts
+    at 0 can only open through its own parameters' updates."""
+    import torch
+
+    from featurestore import open_store
+    from trainers import backbones
+    from trainers.loop import load_checkpoint, load_split
+    from trainers.models import MODEL_CLASSES
+
+    st = open_store(args.store, create=False)
+    models: list[tuple[str, str, Any]] = []
+    for spec in args.models.split(";") if args.models else []:
+        model, options, label = _spec(spec)
+        models.append((f"{label} (initialised)", model, lambda m=model, o=options: backbones.build_model(
+            MODEL_CLASSES[m], backbones.mini_path(), num_labels=3, seed=args.seed,
+            options={k: _value(v) for k, v in o.items()})))
+    for ckpt in args.checkpoint:
+        meta = json.loads((Path(ckpt) / "prior.json").read_text())
+        models.append((ckpt, meta["model"], lambda c=ckpt: load_checkpoint(c)[0]))
+    tokenizer = backbones.load_tokenizer(backbones.mini_path())
+    cache: dict[str, Any] = {}
+    for name, model, build in models:
+        net = build().eval()
+        cls = MODEL_CLASSES[model]
+        if cls.feature not in cache:
+            data = load_split(st, args.dataset, "test", tokenizer, feature=cls.feature, limit=args.pairs)
+            train = load_split(st, args.dataset, "train", tokenizer, feature=cls.feature)
+            levels = grid_levels(model, train.source) if hasattr(train.source, "matrices") else None
+            cache[cls.feature] = (data, levels)
+        data, levels = cache[cls.feature]
+        if model in ("dafa", "bert-sim"):
+            levels = grid_levels(model, data.source) if model == "bert-sim" else levels
+        outs = []
+        with torch.no_grad():
+            for c in range(3):
+                forced = with_oracle(replace(data, labels=np.full(len(data.pair_keys), c, np.int64)), model, levels)
+                batch = forced.batch(np.arange(len(forced)))
+                batch.pop("labels", None)
+                seen: dict[str, torch.Tensor] = {}
+                hook = net.classifier.register_forward_pre_hook(lambda m, i: seen.__setitem__("x", i[0]))
+                out = net(**batch)
+                hook.remove()
+                outs.append((seen["x"], out.logits))
+        row: dict[str, Any] = {"model": name, "pairs": len(data)}
+        for c in (1, 2):
+            h0, l0 = outs[0]
+            hc, lc = outs[c]
+            row[f"cls_change_{c}"] = round(float(((hc - h0).norm(dim=-1) / h0.norm(dim=-1)).median()), 6)
+            row[f"logit_change_{c}"] = round(float((lc - l0).abs().max(dim=-1).values.mean()), 6)
+        print(json.dumps(row), flush=True)
+
+
 def _recorded(out: Path) -> set[tuple[str, int]]:
     if not out.exists():
         return set()
@@ -301,12 +357,19 @@ def main() -> None:
             s.add_argument("--models", default="dafa;sgnet;sgnet:pool=mean;bert-sim;gibert")
             s.add_argument("--seeds", default="1")
             s.add_argument("--parallel", type=int, default=2)
+    c = sub.add_parser("reach")
+    c.add_argument("--store", required=True)
+    c.add_argument("--dataset", default="sick")
+    c.add_argument("--models", default="", help="fresh models, e.g. 'dafa;gibert;bert-sim;sgnet:pool=mean'")
+    c.add_argument("--checkpoint", action="append", default=[])
+    c.add_argument("--pairs", type=int, default=128)
+    c.add_argument("--seed", type=int, default=1)
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--baseline", default=str(REPO / "docs" / "results" / "sick.jsonl"))
     r.add_argument("--baseline-variant", default="bert --epochs 10 --patience 3")
     args = p.parse_args()
-    {"one": cmd_one, "runs": cmd_runs, "report": cmd_report}[args.cmd](args)
+    {"one": cmd_one, "runs": cmd_runs, "reach": cmd_reach, "report": cmd_report}[args.cmd](args)
 
 
 if __name__ == "__main__":
