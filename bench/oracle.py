@@ -165,12 +165,13 @@ def cmd_one(args: argparse.Namespace) -> None:
     from trainers.registry import task_for
 
     model, options, label = _spec(args.model)
-    extra = shlex.split(args.train_args)
     overrides: dict[str, Any] = {"epochs": args.epochs, "patience": args.patience}
     if args.prior_lr is not None:
         overrides["prior_lr"] = args.prior_lr
+    if args.lr is not None:
+        overrides["lr"] = args.lr
     run = Path(args.runs) / f"oracle-{args.dataset}-{label.replace('[', '-').replace(']', '').replace('=', '')}" \
-        f"{'-plr' + str(args.prior_lr) if args.prior_lr else ''}-s{args.seed}"
+        f"{'-plr' + str(args.prior_lr) if args.prior_lr else ''}{'-lr' + str(args.lr) if args.lr else ''}-s{args.seed}"
     cfg = TrainConfig(model=f"{model}-mini", dataset=args.dataset, output=run, store=args.store, seed=args.seed,
                       sample=args.sample, sample_seed=args.sample_seed, eval_splits=(args.eval_split,),
                       model_options={k: _value(v) for k, v in options.items()}, overrides=overrides,
@@ -178,12 +179,11 @@ def cmd_one(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     summary = train_with_oracle(cfg, model)
     record: dict[str, Any] = {
-        "kind": "oracle", "model": f"{model}-mini", "variant": label + (f" --prior-lr {args.prior_lr:g}"
-                                                                       if args.prior_lr else ""),
-        "options": options, "prior_lr": args.prior_lr, "dataset": args.dataset, "regime": "sample",
+        "kind": "oracle", "model": f"{model}-mini", "variant": label + _suffix(args),
+        "options": options, "prior_lr": args.prior_lr, "lr": args.lr, "dataset": args.dataset, "regime": "sample",
         "sample": args.sample, "sample_seed": args.sample_seed, "seed": args.seed,
         "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
-        "oracle_levels": summary["oracle_levels"], "train_args": extra,
+        "oracle_levels": summary["oracle_levels"],
         **{f"test_{k}": v for k, v in summary[args.eval_split].items()},
         "command": shlex.join([sys.executable, *sys.argv]),
     }
@@ -256,7 +256,7 @@ def cmd_reach(args: argparse.Namespace) -> None:
                 batch = forced.batch(np.arange(len(forced)))
                 batch.pop("labels", None)
                 seen: dict[str, torch.Tensor] = {}
-                hook = net.classifier.register_forward_pre_hook(lambda m, i: seen.__setitem__("x", i[0]))
+                hook = net.classifier.register_forward_pre_hook(lambda m, i, seen=seen: seen.__setitem__("x", i[0]))
                 out = net(**batch)
                 hook.remove()
                 outs.append((seen["x"], out.logits))
@@ -267,6 +267,12 @@ def cmd_reach(args: argparse.Namespace) -> None:
             row[f"cls_change_{c}"] = round(float(((hc - h0).norm(dim=-1) / h0.norm(dim=-1)).median()), 6)
             row[f"logit_change_{c}"] = round(float((lc - l0).abs().max(dim=-1).values.mean()), 6)
         print(json.dumps(row), flush=True)
+
+
+def _suffix(args: argparse.Namespace) -> str:
+    """The variant's schedule arguments, as `prior train` takes them."""
+    return (f" --lr {args.lr:g}" if getattr(args, "lr", None) else "") + \
+        (f" --prior-lr {args.prior_lr:g}" if args.prior_lr else "")
 
 
 def _recorded(out: Path) -> set[tuple[str, int]]:
@@ -283,7 +289,7 @@ def cmd_runs(args: argparse.Namespace) -> None:
     jobs = []
     for seed in args.seeds.split(","):
         for spec in args.models.split(";"):
-            label = _spec(spec)[2] + (f" --prior-lr {args.prior_lr:g}" if args.prior_lr else "")
+            label = _spec(spec)[2] + _suffix(args)
             if (label, int(seed)) in done:
                 continue
             cmd = [sys.executable, str(Path(__file__).resolve()), "one", "--model", spec, "--seed", seed,
@@ -291,6 +297,8 @@ def cmd_runs(args: argparse.Namespace) -> None:
                    "--threads", str(args.threads), "--epochs", str(args.epochs), "--patience", str(args.patience)]
             if args.prior_lr:
                 cmd += ["--prior-lr", str(args.prior_lr)]
+            if args.lr:
+                cmd += ["--lr", str(args.lr)]
             jobs.append(cmd)
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false", "PRIOR_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
@@ -346,10 +354,10 @@ def main() -> None:
         s.add_argument("--epochs", type=int, default=10)
         s.add_argument("--patience", type=int, default=3)
         s.add_argument("--prior-lr", type=float, default=None)
+        s.add_argument("--lr", type=float, default=None, help="peak lr of every parameter (default: -mini's)")
         s.add_argument("--sample", type=float, default=0.1)
         s.add_argument("--sample-seed", type=int, default=0)
         s.add_argument("--eval-split", default="test")
-        s.add_argument("--train-args", default="")
         if name == "one":
             s.add_argument("--model", required=True, help="e.g. dafa, sgnet:pool=mean")
             s.add_argument("--seed", type=int, default=1)
