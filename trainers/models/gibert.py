@@ -90,6 +90,11 @@ class GiBertModel(PriorBertModel):
     # DEPENDENCY_SETTINGS, which `prior train --lr` selects by hand.
     dataset_settings = {"mrpc": {"lr": 5e-5, "max_length": 80}, "qqp": {"lr": 2e-5, "max_length": 48}}
     DEPENDENCY_SETTINGS = {"mrpc": {"lr": 2e-5, "max_length": 80}, "qqp": {"lr": 3e-5, "max_length": 48}}
+    # -mini: the gate and projection at lr 1e-3. The gate starts at zero (the paper) and AdamW
+    # moves it by about the lr per step: at the shared 5e-5 an oracle of label-coded vectors is
+    # not learned in the SICK sample's 150 steps (max |g| 0.005, test 78.4 %, bert 78.4 %); at
+    # 1e-3 it is (97.4 %; docs/results/oracle.jsonl)
+    mini_settings = {"prior_lr": 1e-3}
     default_options = {"embedding_dim": 300, "embedding_kind": "dependency",
                        "injection_layer": None}
 
