@@ -217,7 +217,9 @@ def cmd_reach(args: argparse.Namespace) -> None:
     """How far each class's oracle moves a model's output, fresh and trained: the same test
     pairs with the oracle of class 0, 1, 2 forced on every pair. ``cls_change``: median over
     pairs of ‖x(c) − x(0)‖ / ‖x(0)‖, x the classifier's input (the pooled pair; c = 1, 2);
-    ``logit_change``: mean over pairs of the largest logit difference. A pathway that starts
+    ``logit_change``: mean over pairs of the largest logit difference; for bert-sim
+    ``cross_attention_mass_c``: the share of layer 1's attention a word gives the other
+    sentence under class c's oracle (S = 0, 0.5, 1). A pathway that starts
     at 0 can only open through its own parameters' updates."""
     import torch
 
@@ -250,6 +252,7 @@ def cmd_reach(args: argparse.Namespace) -> None:
         if model in ("dafa", "bert-sim"):
             levels = grid_levels(model, data.source) if model == "bert-sim" else levels
         outs = []
+        row: dict[str, Any] = {"model": name, "pairs": len(data)}
         with torch.no_grad():
             for c in range(3):
                 forced = with_oracle(replace(data, labels=np.full(len(data.pair_keys), c, np.int64)), model, levels)
@@ -257,10 +260,20 @@ def cmd_reach(args: argparse.Namespace) -> None:
                 batch.pop("labels", None)
                 seen: dict[str, torch.Tensor] = {}
                 hook = net.classifier.register_forward_pre_hook(lambda m, i, seen=seen: seen.__setitem__("x", i[0]))
+                hooks = [hook]
+                if model == "bert-sim":  # layer 1's attention probabilities (B, nh, T, T)
+                    hooks.append(net.bert.encoder.layer[0].attention.self.register_forward_hook(
+                        lambda m, i, o, seen=seen: seen.__setitem__("probs", o[1])))
                 out = net(**batch)
-                hook.remove()
+                for h in hooks:
+                    h.remove()
                 outs.append((seen["x"], out.logits))
-        row: dict[str, Any] = {"model": name, "pairs": len(data)}
+                if "probs" in seen:  # the attention mass a word gives the other sentence, in layer 1
+                    T = seen["probs"].shape[-1]
+                    seg = torch.from_numpy(forced.encoded.seg[forced.rows, :T].astype(np.int64))
+                    cross = ((seg[:, :, None] == 0) & (seg[:, None, :] == 1)) | ((seg[:, :, None] == 1) & (seg[:, None, :] == 0))
+                    mass = (seen["probs"] * cross[:, None].to(seen["probs"].dtype)).sum(-1).mean(1)  # (B, T)
+                    row[f"cross_attention_mass_{c}"] = round(float(mass[seg >= 0].mean()), 4)
         for c in (1, 2):
             h0, l0 = outs[0]
             hc, lc = outs[c]
