@@ -174,12 +174,33 @@ def _mean_sd(values: list[float]) -> str:
     return f"{shown} ± {100 * sd:.1f}"
 
 
+#: `prior train` arguments that concern a method's feature or parameters only: bert's run is
+#: the same with or without them (it has no parameters of its own and reads no feature)
+MODEL_ONLY_ARGS = ("--prior-lr", "--dep-view", "--feature-param")
+
+
+def _schedule_args(args: str) -> str:
+    """``args`` without the model-only arguments and their values."""
+    words = shlex.split(args)
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in MODEL_ONLY_ARGS:
+            skip = True
+            continue
+        kept.append(word)
+    return " ".join(kept)
+
+
 def _paired_bert(variant: str, bert: dict[tuple[str, int], float]) -> dict[int, float]:
-    """bert's score per seed to pair ``variant`` with: bert trained with the same extra
-    arguments (``dafa --epochs 10`` → ``bert --epochs 10``) where it ran, else plain bert (as
-    for ``--prior-lr``, which leaves bert's run unchanged: it has no parameters of its own)."""
+    """bert's score per seed to pair ``variant`` with: bert trained with the same schedule
+    arguments (``dafa --epochs 10`` → ``bert --epochs 10``; ``--prior-lr``, ``--dep-view`` and
+    ``--feature-param`` leave bert's run unchanged and are dropped) where it ran, else plain bert."""
     _, _, args = variant.partition(" ")
-    same = " ".join(["bert", args]).strip()
+    same = " ".join(["bert", _schedule_args(args)]).strip()
     chosen = same if any(v == same for v, _ in bert) else "bert"
     return {seed: score for (v, seed), score in bert.items() if v == chosen}
 

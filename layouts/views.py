@@ -142,10 +142,12 @@ def _combine_dep(values: Gathered, options: dict[str, Any]) -> Ragged:
 
 
 def select_dep(name: str, first: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """The `tfidf` entry of a `dep` read: the dataset's own IDF, words compared as in M and S."""
+    """The `tfidf` entry of a `dep` read: the dataset's own IDF, words compared as in M and S,
+    weighted as the `dep` entry names (``tfidf``: ramos or l2)."""
     if name != "tfidf":
         return {}
-    return {"dataset": dataset, "compare": first.get("compare", "lower")}
+    return {"dataset": dataset, "compare": first.get("compare", "lower"),
+            "weighting": first.get("tfidf", "ramos")}
 
 
 def dep_view_name(*, trigram: bool = True, subgraph: bool = True, tfidf: bool = True) -> str:

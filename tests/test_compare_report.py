@@ -59,3 +59,14 @@ def test_report_figure_is_written(tmp_path: Path) -> None:
     records = [_run("bert", 1, 0.80), _run("bert", 2, 0.84), _run("cda", 1, 0.81), _run("cda", 2, 0.83)]
     compare.report_figure(records, tmp_path / "fig.png")
     assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_ablation_view_is_paired_with_bert_of_the_same_schedule() -> None:
+    """--dep-view (like --prior-lr) leaves bert's run unchanged: the ablation pairs with
+    bert trained with the same schedule arguments."""
+    records = [_run("bert --epochs 10 --patience 3", 1, 0.75),
+               _run("dafa --epochs 10 --patience 3 --dep-view dep-no-tfidf", 1, 0.77),
+               _run("dafa --epochs 10 --prior-lr 1e-3 --patience 3", 1, 0.74)]
+    rows = compare.report_table(records, "full").splitlines()[2:]
+    assert rows[1].startswith("| dafa-mini --epochs 10 --patience 3 --dep-view dep-no-tfidf | 1 | 77.0 | 2.0 | 1/0/0 |")
+    assert rows[2].startswith("| dafa-mini --epochs 10 --prior-lr 1e-3 --patience 3 | 1 | 74.0 | -1.0 | 0/0/1 |")

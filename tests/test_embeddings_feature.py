@@ -45,7 +45,7 @@ def test_embeddings_feature_needs_vocabulary() -> None:
     feature = EmbFeature().with_vocabulary(["a", "b"], key="k")
     (out,) = feature.compute([mk(["b", "A", "z"])])
     np.testing.assert_array_equal(out["word_ids"], [1, 0, -1])
-    assert feature.params() == {"vocab": "k", "lookup": "exact-then-lower"}
+    assert feature.params() == {"vocab": "k", "lookup": "exact-then-lower", "kind": None}
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -
         features_for(("emb",), BuildOptions(dataset="sick", embeddings=tmp_path / "nope.vec"))
     (emb,) = features_for(("emb",), BuildOptions(dataset="sick",
                                                  feature_options={"emb": {"resource": "abc"}}))
-    assert emb.params() == {"vocab": "abc", "lookup": "exact-then-lower"}
+    assert emb.params() == {"vocab": "abc", "lookup": "exact-then-lower", "kind": None}
 
 
 def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path],
@@ -259,7 +259,7 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
                                         progress=False))
         store = open_store(store_path, create=False)
         assert any(n.startswith("emb: sick/train: OOV ") for n in report.notes)  # the build report's line
-        entry = next(e for e in store.entries("emb") if e.key == report.entries["emb@1"])
+        entry = next(e for e in store.entries("emb") if e.key == report.entries["emb@2"])
         res = store.read_resource(entry.params["vocab"])
         assert res.meta["format"] == fmt and res.table.column("word").to_pylist() == original.words
         np.testing.assert_allclose(res.arrays["vectors"], original.vectors, rtol=1e-6)

@@ -167,7 +167,7 @@ def test_train_and_eval_use_the_entry_asked_for(store_path: Path, entries, tmp_p
     out = cli("eval", variant_run, "--dataset", "mrpc", "--split", "test", "--store", store_path)
     assert "accuracy=" in out.splitlines()[-1]
     err = cli_error("eval", default_dafa, "--dataset", "mrpc", "--split", "test", "--store", store_path)
-    assert f"entry dep@1 {entries['dep'].key[:12]} (default) lacks 5 of the 5 pairs of mrpc/test" in err
+    assert f"entry dep@2 {entries['dep'].key[:12]} (default) lacks 5 of the 5 pairs of mrpc/test" in err
     assert "prior build --dataset mrpc" in err
 
 

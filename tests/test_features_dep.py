@@ -154,7 +154,8 @@ def test_dep_empty_sentence() -> None:
 def test_dep_feature_components_and_params() -> None:
     feature = DepFeature(nu=0.25)
     assert feature.scope == "pair" and feature.components == ("trigram", "subgraph")
-    assert feature.params() == {"theta": 2.0, "alpha": 1.0, "nu": 0.25, "compare": "lower"}
+    assert feature.params() == {"theta": 2.0, "alpha": 1.0, "nu": 0.25, "compare": "lower",
+                                "tfidf": "ramos"}
     (out,) = feature.compute([(A1, B1)])
     np.testing.assert_array_equal(out["trigram"], trigram_matrix(A1, B1))
     np.testing.assert_array_equal(out["subgraph"], subgraph_matrix(A1, B1, nu=0.25))

@@ -1,4 +1,4 @@
-"""DAFA's tf-idf weights: smooth idf from the training split, L2 per sentence, word forms."""
+"""DAFA's tf-idf weights: Ramos's count · ln(N/df) by default, smooth idf + L2 as ``l2``."""
 
 from __future__ import annotations
 
@@ -34,9 +34,20 @@ def test_tfidf_smooth_idf_by_hand() -> None:
     assert idf.idf("zzz") == pytest.approx(1 + math.log(4))    # unseen: df = 0
 
 
-def test_tfidf_weights_by_hand_with_repeated_word() -> None:
+def test_tfidf_ramos_by_hand_with_repeated_and_unseen_word() -> None:
     idf = IdfTable.from_documents(TRAIN)
-    w = tfidf_weights(["a", "a", "b"], idf)
+    w = tfidf_weights(["a", "a", "b", "zzz"], idf)          # default: ramos
+    # a: count 2 · ln(3/3) = 0; b: 1 · ln(3/1); zzz unseen counts as df = 1
+    np.testing.assert_allclose(w, [0.0, 0.0, math.log(3), math.log(3)], rtol=1e-6)
+    assert w.dtype == np.float32
+    np.testing.assert_allclose(tfidf_weights(["b", "b"], idf), [2 * math.log(3)] * 2, rtol=1e-6)
+    with pytest.raises(PriorError, match="weighting"):
+        tfidf_weights(["a"], idf, "bm25")
+
+
+def test_tfidf_l2_weights_by_hand_with_repeated_word() -> None:
+    idf = IdfTable.from_documents(TRAIN)
+    w = tfidf_weights(["a", "a", "b"], idf, "l2")
     raw_a, raw_b = 2 * 1.0, 1 * (1 + math.log(2))          # tf · idf per distinct term
     norm = math.sqrt(raw_a**2 + raw_b**2)                     # L2 over distinct terms
     np.testing.assert_allclose(w, [raw_a / norm, raw_a / norm, raw_b / norm], rtol=1e-6)
@@ -97,7 +108,7 @@ def test_tfidf_prepare_counts_the_train_split_only() -> None:
     assert kind == "idf" and meta["splits"] == ["train"] and meta["n_docs"] == 3
     assert dict(zip(table.column("term").to_pylist(), table.column("df").to_pylist())) == {
         "a": 3, "b": 1, "c": 1, "d": 1}
-    assert feature.params() == {"compare": "lower", "dataset": "toy", "idf": "res1",
+    assert feature.params() == {"compare": "lower", "weighting": "ramos", "dataset": "toy", "idf": "res1",
                                 "idf_splits": ["train"], "idf_docs": 3}
     (out,) = feature.compute([mk(["A", "a", "B"])])
     np.testing.assert_allclose(out["tfidf"], tfidf_weights(["a", "a", "b"],
@@ -120,11 +131,11 @@ def test_tfidf_prepare_without_train_split_uses_all_splits(caplog: pytest.LogCap
 
 def test_tfidf_lemma_option() -> None:
     idf = IdfTable.from_documents([["dog", "run"], ["cat"]])
-    feature = TfidfFeature(compare="lemma").with_idf(idf, key="k", splits=["train"])
+    feature = TfidfFeature(compare="lemma", weighting="l2").with_idf(idf, key="k", splits=["train"])
     (out,) = feature.compute([mk(["Dogs", "dog"], lemmas=["dog", "dog"])])
     # one distinct term: its normalized weight is 1, given to both of its words
     np.testing.assert_allclose(out["tfidf"], [1.0, 1.0], rtol=1e-6)
-    (lower,) = TfidfFeature().with_idf(idf, key="k", splits=["train"]).compute(
+    (lower,) = TfidfFeature(weighting="l2").with_idf(idf, key="k", splits=["train"]).compute(
         [mk(["Dogs", "dog"])])
     assert lower["tfidf"][0] != lower["tfidf"][1]  # "dogs" is unseen, "dog" is not
 
@@ -138,7 +149,8 @@ def test_tfidf_view_selects_the_dataset_own_idf() -> None:
     from prior.layouts.views import VIEWS, select_dep
 
     first = {"compare": "lemma"}  # the main entry's params
-    assert select_dep("tfidf", first, "sick") == {"dataset": "sick", "compare": "lemma"}
+    assert select_dep("tfidf", first, "sick") == {"dataset": "sick", "compare": "lemma", "weighting": "ramos"}
+    assert select_dep("tfidf", {"tfidf": "l2"}, "sick")["weighting"] == "l2"
     assert VIEWS["dep-no-tfidf"].select is select_dep
 
 

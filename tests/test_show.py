@@ -119,7 +119,7 @@ def test_show_row_without_split_uses_the_first_split_and_says_so(store_path: Pat
     text = format_pair(view)
     assert "split train (of train, trial" in text
     dep, tfidf = view.entries
-    assert f"dep@1 entry {dep.key[:12]} default" in text and tfidf.name == "tfidf"
+    assert f"dep@2 entry {dep.key[:12]} default" in text and tfidf.name == "tfidf"
     result = CliRunner().invoke(app(), ["show", "--dataset", "sick", "--pair", row,
                                         "--store", str(store_path)])
     assert result.exit_code == 0 and "split train (of train, trial" in result.output

@@ -193,7 +193,7 @@ def export(store: Store, out: Path, *args: str) -> str:
 def test_export_writes_a_hive_dataset_polars_and_pyarrow_read_as_frame(store: Store, tmp_path: Path) -> None:
     out = tmp_path / "export"
     printed = export(store, out)
-    assert "sick/test: 6 pairs" in printed and "sick/train: 6 pairs" in printed and "dep@1 entry" in printed
+    assert "sick/test: 6 pairs" in printed and "sick/train: 6 pairs" in printed and "dep@2 entry" in printed
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
         "dataset=sick/split=test/part-0.parquet", "dataset=sick/split=train/part-0.parquet"]
     lazy = pl.scan_parquet(out, hive_partitioning=True)
@@ -205,7 +205,7 @@ def test_export_writes_a_hive_dataset_polars_and_pyarrow_read_as_frame(store: St
     assert table.schema.field("dep").type == pa.list_(pa.list_(pa.float32()))
     assert_frame_equal(pl.from_arrow(table).sort("split", "row"), lazy.collect().sort("split", "row"))
     meta = json.loads(pq.read_schema(out / "dataset=sick" / "split=test" / "part-0.parquet").metadata[b"prior"])
-    assert meta["feature"] == "dep" and [e["spec"] for e in meta["entries"]] == ["dep@1", "tfidf@1"]
+    assert meta["feature"] == "dep" and [e["spec"] for e in meta["entries"]] == ["dep@2", "tfidf@2"]
 
 
 def test_export_filtered_scan_reads_only_that_splits_files(store: Store, tmp_path: Path) -> None:

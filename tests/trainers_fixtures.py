@@ -88,7 +88,7 @@ def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "e
     if "dep" in features:
         e = make_entry("dep", 1, {}, PARSE, "pair", ("trigram", "subgraph"), layout=PairMatrix("trigram"))
         store.write_feature(e, pair_keys, [{"trigram": m, "subgraph": np.zeros_like(m)} for m in mats])
-        t = make_entry("tfidf", 1, {"dataset": dataset, "compare": "lower"}, PARSE, "sentence", ("tfidf",),
+        t = make_entry("tfidf", 1, {"dataset": dataset, "compare": "lower", "weighting": "ramos"}, PARSE, "sentence", ("tfidf",),
                        layout=SentenceVector("tfidf"))
         store.write_feature(t, keys, [{"tfidf": np.ones(len(texts[k]), dtype=np.float32)} for k in keys])
     if "sdoi" in features:

@@ -86,6 +86,7 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, pair_ke
     table = None
     if isinstance(layout, WordIds):
         table, fingerprint["vocabulary"] = _vector_table(store, main, layout)
+        fingerprint["embedding_kind"] = main.params.get("kind")  # GiBERT's injection place (emb entry)
     return source_for(layout, values, column, fingerprint, table), chosen
 
 

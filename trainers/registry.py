@@ -8,7 +8,9 @@ with ``--backbone``. Defaults:
   (:class:`TrainSettings`: AdamW, linear warm-up over the first 10 % of steps, lr 2e-5,
   3 epochs, batch 32, max length 128, weight decay 0.01, clipping 1.0, early stopping after 2
   epochs without a better dev score);
-- ``-mini`` (all-MiniLM-L6-v2, for CPU): one schedule for every model, :data:`MINI_SETTINGS`,
+- ``-mini`` (all-MiniLM-L6-v2, for CPU): one schedule for every model, :data:`MINI_SETTINGS`
+  (plus, for a model whose own new parameters it cannot train, that model's ``mini_settings``:
+  their ``prior_lr`` only),
   chosen on ``bert-mini``'s dev score alone, so that a comparison differs only by the method.
 """
 
@@ -112,6 +114,7 @@ def default_settings(model: str, dataset: str, size: str | None = None) -> Train
     """The defaults of ``model`` on ``dataset``: the paper's (as the model class declares them),
     or for ``size == "mini"`` the one -mini schedule shared by every model."""
     if size == "mini":
-        return replace(_BASE, **MINI_SETTINGS)
+        # plus the model's settings for its own parameters only (``prior_lr``; bert has none)
+        return replace(_BASE, **{**MINI_SETTINGS, **MODEL_CLASSES[model].mini_settings})
     cls = MODEL_CLASSES[model]
     return replace(_BASE, **cls.paper_settings, **cls.dataset_settings.get(dataset, {}))

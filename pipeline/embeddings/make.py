@@ -1,7 +1,8 @@
 """Make the papers' embeddings here: dependency-based skip-gram and counter-fitting.
 
 Both write (1) a standard word2vec text file, (2) a JSON file beside it (``<out>.json``)
-recording the method, every setting and the counts, and (3) when a store is given, an
+recording the method, the embedding ``kind`` (``dependency`` or ``counter-fitted``: what
+GiBERT's injection place depends on), every setting and the counts, and (3) when a store is given, an
 ``embeddings`` resource of the store whose ``meta`` holds the same record. The text file is
 what ``prior build --features emb --embeddings PATH`` reads.
 """
@@ -99,7 +100,7 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
         raise NotFoundError(f"{store.location} holds no parsed sentences to train on")
     result = train_sgns(corpus_contexts(parses, lowercase=lowercase, collapse_prep=collapse_prep),
                         settings, progress=progress)
-    record = {"method": "dependency-sgns (Levy & Goldberg 2014; word2vecf objective)",
+    record = {"method": "dependency-sgns (Levy & Goldberg 2014; word2vecf objective)", "kind": "dependency",
               "contexts": "dep", "settings": settings.as_dict(), "lowercase": lowercase,
               "collapse_prep": collapse_prep, "parse": parse_id,
               "parser": recorded_parsers(store).get(parse_id), "datasets": datasets or "all",
@@ -145,7 +146,7 @@ def counterfit_embeddings(source: str, out: str | os.PathLike[str], *, store: An
         raise PriorError(f"no WordNet synonym or antonym pair has both words in {origin}'s "
                          "vocabulary; are its words lowercase English?")
     result = counterfit(emb, synonyms, antonyms, settings, progress=progress)
-    record = {"method": "counter-fitting (Mrkšić et al. 2016)", "source": origin,
+    record = {"method": "counter-fitting (Mrkšić et al. 2016)", "kind": "counter-fitted", "source": origin,
               "settings": settings.as_dict(), "constraints": f"WordNet ({wn_id})",
               "synonym_pairs": result.synonyms, "antonym_pairs": result.antonyms,
               "vsp_pairs": result.vsp_pairs, "mean_cosine": round(result.mean_cosine, 4),

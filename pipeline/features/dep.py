@@ -142,20 +142,28 @@ class DepFeature(FeatureBase):
     """
 
     name = "dep"
-    version = 1
+    version = 2  # 2: parameter ``tfidf``, the weighting of the `tfidf` entry read with it
     scope = "pair"
     components = ("trigram", "subgraph")
     layout = PairMatrix("trigram")  # read through the `dep` view (layouts/views.py), which combines M, S and tf-idf
 
     def __init__(self, *, theta: float = DEFAULT_THETA, alpha: float = DEFAULT_ALPHA,
-                 nu: float = DEFAULT_NU, compare: str = "lower") -> None:
+                 nu: float = DEFAULT_NU, compare: str = "lower", tfidf: str = "ramos") -> None:
+        from prior.pipeline.features.tfidf import WEIGHTINGS
+
+        if tfidf not in WEIGHTINGS:
+            raise PriorError(f"unknown dep option tfidf={tfidf!r}; use one of {', '.join(WEIGHTINGS)}")
+        self.tfidf = tfidf
         self.theta = float(theta)
         self.alpha = float(alpha)
         self.nu = float(nu)
         self.compare: WordCompare = check_compare(compare)
 
     def params(self) -> dict[str, Any]:
-        return {"theta": self.theta, "alpha": self.alpha, "nu": self.nu, "compare": self.compare}
+        # ``tfidf`` does not change M or S: it names the weighting of the `tfidf` entry a read of
+        # this entry pairs it with (layouts/views.py, select_dep), so each weighting is its own key
+        return {"theta": self.theta, "alpha": self.alpha, "nu": self.nu, "compare": self.compare,
+                "tfidf": self.tfidf}
 
     def setup(self) -> None:
         """Nothing to load: the matrices are pure functions of the two parses."""
@@ -175,14 +183,17 @@ def dep_feature_set(options: dict[str, Any]) -> list[Any]:
     """The `dep` feature set: tf-idf weights first (its IDF table is prepared first), then M and S.
 
     ``options`` (``prior build -o dep.NAME=VALUE``, all optional): theta, alpha, nu, compare (shared by
-    both features, so words compare the same way in the matrices and in tf-idf) and idf_split.
+    both features, so words compare the same way in the matrices and in tf-idf), tfidf (the
+    weighting: ``ramos``, the paper's, by default; ``l2``, scikit-learn's) and idf_split.
     """
     from prior.pipeline.features.tfidf import TfidfFeature
 
     opts = dict(options)
-    known = {"theta", "alpha", "nu", "compare", "idf_split"}
+    known = {"theta", "alpha", "nu", "compare", "idf_split", "tfidf"}
     if unknown := set(opts) - known:
         raise PriorError(f"unknown dep options {sorted(unknown)}; known: {sorted(known)}")
     compare = opts.pop("compare", "lower")
     tfidf_opts = {"idf_split": opts.pop("idf_split")} if "idf_split" in opts else {}
-    return [TfidfFeature(compare=compare, **tfidf_opts), DepFeature(compare=compare, **opts)]
+    weighting = str(opts.pop("tfidf", "ramos"))
+    return [TfidfFeature(compare=compare, weighting=weighting, **tfidf_opts),
+            DepFeature(compare=compare, tfidf=weighting, **opts)]

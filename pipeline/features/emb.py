@@ -20,6 +20,12 @@ completely, and checked, before anything is written: a malformed file raises `Da
 and leaves the store as it was. ``oov_rates(store, dataset)`` computes the same rates from
 what is stored (``prior embed oov``).
 
+Kind (parameter ``kind``, part of the entry's key): what the vectors are, ``dependency`` or
+``counter-fitted`` (GiBERT injects them at different blocks, gibert.txt Table 3). Recorded
+where it is known: ``-o emb.kind=KIND`` for a file from elsewhere; otherwise the ``kind`` of
+the JSON record `prior embed train` / `prior embed counterfit` write beside their file
+(``<file>.json``), or of the embeddings resource's meta. ``None`` when nothing says.
+
 OOV counts word tokens (each occurrence in each unique sentence of the split: SNLI's
 repeated premises count once) and distinct words; a word is OOV when ``lookup`` finds no
 vector for it.
@@ -45,6 +51,22 @@ log = logging.getLogger(__name__)
 
 Lookup = Literal["exact-then-lower", "exact", "lower"]
 LOOKUPS: tuple[str, ...] = ("exact-then-lower", "exact", "lower")
+#: what the vectors are (GiBERT's injection place depends on it)
+KINDS: tuple[str, ...] = ("dependency", "counter-fitted")
+
+
+def recorded_kind(path: Path) -> str | None:
+    """The ``kind`` of the JSON record `prior embed` writes beside an embedding file, if any."""
+    import json
+
+    record = Path(f"{path}.json")
+    if not record.is_file():
+        return None
+    try:
+        kind = json.loads(record.read_text(encoding="utf-8")).get("kind")
+    except (ValueError, AttributeError):
+        return None
+    return str(kind) if kind in KINDS else None
 
 
 @dataclass(frozen=True)
@@ -116,15 +138,19 @@ class EmbFeature(FeatureBase):
     """Sentence feature ``emb``: component ``word_ids`` (int32 per word, -1 = no vector)."""
 
     name = "emb"
-    version = 1
+    version = 2  # 2: parameter ``kind``
     scope = "sentence"
     components = ("word_ids",)
     layout = WordIds("word_ids", vocabulary_param="vocab")
 
     def __init__(self, *, embeddings: str | Path | None = None, resource: str | None = None,
-                 fmt: str = "auto", lookup: str = "exact-then-lower", limit: int | None = None) -> None:
+                 fmt: str = "auto", lookup: str = "exact-then-lower", limit: int | None = None,
+                 kind: str | None = None) -> None:
         if lookup not in LOOKUPS:
             raise PriorError(f"unknown lookup {lookup!r}; use one of {', '.join(LOOKUPS)}")
+        if kind is not None and kind not in KINDS:
+            raise PriorError(f"unknown embedding kind {kind!r}; use one of {', '.join(KINDS)}")
+        self.kind = kind
         self.embeddings = None if embeddings is None else Path(embeddings)
         self.resource = resource
         self.fmt = fmt
@@ -136,7 +162,7 @@ class EmbFeature(FeatureBase):
 
     def params(self) -> dict[str, Any]:
         # The file path is not a parameter: the vocabulary's content key is.
-        return {"vocab": self.resource, "lookup": self.lookup}
+        return {"vocab": self.resource, "lookup": self.lookup, "kind": self.kind}
 
     def with_vocabulary(self, words: Sequence[str], *, key: str) -> EmbFeature:
         """Use a vocabulary already in hand (``key`` names its resource)."""
@@ -157,12 +183,17 @@ class EmbFeature(FeatureBase):
 
         if self.resource is not None and self.embeddings is None:
             emb = load_embeddings(ctx.store, self.resource)
+            if self.kind is None:
+                meta_kind = ctx.store.read_resource(self.resource).meta.get("kind")
+                self.kind = meta_kind if meta_kind in KINDS else None
             self.with_vocabulary(emb.words, key=self.resource)
         elif self.embeddings is not None:
             emb = read_embeddings(self.embeddings, self.fmt, limit=self.limit)
+            if self.kind is None:
+                self.kind = recorded_kind(self.embeddings)
             key = store_embeddings(ctx.store, emb, {"source": self.embeddings.name,
                                                     "format": emb.fmt, "limit": self.limit,
-                                                    "duplicates": emb.duplicates})
+                                                    "duplicates": emb.duplicates, "kind": self.kind})
             self.with_vocabulary(emb.words, key=key)
         else:
             raise ResourceError("the `emb` feature needs an embedding file: "
@@ -179,6 +210,8 @@ class EmbFeature(FeatureBase):
         if not key:
             raise ResourceError(f"the emb entry records no vocabulary (params {dict(params)})")
         self.embeddings = None
+        if self.kind is None and params.get("kind") in KINDS:
+            self.kind = str(params["kind"])
         self.with_vocabulary(load_embeddings(ctx.store, str(key)).words, key=str(key))
         self._restrict(ctx)
 

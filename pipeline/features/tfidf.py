@@ -7,11 +7,19 @@ Choices (FORMULAS.md, DAFA; each has a test in tests/test_features_tfidf.py):
   as in DAFA's matrices: lowercased words by default, lowercased lemmas with
   ``compare="lemma"`` (pipeline/features/forms.py). Every word is a term, punctuation
   included: each word needs a weight for the n×m matrix.
-- idf(t) = ln((1 + N) / (1 + df(t))) + 1 (smooth idf, as scikit-learn's default), N the
-  number of training sentences. A term never seen in training has df = 0.
-- tf(t) = count of t in the sentence. The sentence's vector over its distinct terms,
-  tf · idf, is L2-normalized (as scikit-learn does); each word then gets its term's weight,
-  so a repeated word carries the same weight at every position.
+- Two weightings (parameter ``weighting``, part of the entry's key):
+
+  - ``"ramos"`` (default): the weight DAFA's eq. 5 cites, Ramos et al. (2003):
+    w(t) = count(t in the sentence) · ln(N / df(t)), N the number of training sentences.
+    Unnormalized, so a content word seen in a few of SICK's ~4,800 training sentences weighs
+    ~5–8, a word in every sentence 0. A term never seen in training counts as df = 1 (the
+    rarest a seen term can be; ln(N/0) has no value).
+  - ``"l2"``: scikit-learn's reading, smooth idf(t) = ln((1 + N) / (1 + df(t))) + 1 (an
+    unseen term has df = 0), tf · idf L2-normalized over the sentence's distinct terms, so a
+    weight is ~0.3–0.5. This was the only reading before feature version 2.
+
+  Each word gets its term's weight, so a repeated word carries the same weight at every
+  position.
 - The IDF table comes from the dataset's ``train`` split. A dataset without a train split in
   the store (the partial SNLI copy, QNLI dev/test) falls back to the union of the splits it
   has; the splits used are a parameter of the entry (``idf_splits``), so such an entry never
@@ -67,6 +75,10 @@ class IdfTable:
         """Smooth idf: ln((1 + N) / (1 + df)) + 1."""
         return math.log((1 + self.n_docs) / (1 + self.df.get(term, 0))) + 1.0
 
+    def ramos_idf(self, term: str) -> float:
+        """Ramos et al. (2003): ln(N / df), an unseen term counting as df = 1."""
+        return math.log(self.n_docs / max(self.df.get(term, 0), 1)) if self.n_docs else 0.0
+
     def to_arrow(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """The resource form: a (term, df) table sorted by term, and N as an array."""
         terms = sorted(self.df)
@@ -81,11 +93,19 @@ class IdfTable:
         return cls(df=dict(zip(terms, dfs)), n_docs=int(np.asarray(arrays["n_docs"])[0]))
 
 
-def tfidf_weights(forms: Sequence[str], idf: IdfTable) -> np.ndarray:
-    """Per-word tf-idf weight (float32, one per word), L2-normalized over distinct terms."""
+WEIGHTINGS: tuple[str, ...] = ("ramos", "l2")
+
+
+def tfidf_weights(forms: Sequence[str], idf: IdfTable, weighting: str = "ramos") -> np.ndarray:
+    """Per-word tf-idf weight (float32, one per word): count · ln(N/df) (``ramos``), or
+    count · smooth idf L2-normalized over the distinct terms (``l2``)."""
+    if weighting not in WEIGHTINGS:
+        raise PriorError(f"unknown tf-idf weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     if not forms:
         return np.zeros(0, dtype=np.float32)
     counts = Counter(forms)
+    if weighting == "ramos":
+        return np.array([counts[t] * idf.ramos_idf(t) for t in forms], dtype=np.float32)
     raw = {t: c * idf.idf(t) for t, c in counts.items()}
     norm = math.sqrt(sum(v * v for v in raw.values()))
     return np.array([raw[t] / norm for t in forms], dtype=np.float32)
@@ -107,12 +127,16 @@ class TfidfFeature(FeatureBase):
     """
 
     name = "tfidf"
-    version = 1
+    version = 2  # 2: parameter ``weighting``, Ramos's count · ln(N/df) by default
     scope = "sentence"
     components = ("tfidf",)
     layout = SentenceVector("tfidf")
 
-    def __init__(self, *, compare: str = "lower", idf_split: str = "train") -> None:
+    def __init__(self, *, compare: str = "lower", idf_split: str = "train",
+                 weighting: str = "ramos") -> None:
+        if weighting not in WEIGHTINGS:
+            raise PriorError(f"unknown tf-idf weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
+        self.weighting = weighting
         self.compare: WordCompare = check_compare(compare)
         self.idf_split = idf_split
         self.idf_key: str | None = None
@@ -121,7 +145,7 @@ class TfidfFeature(FeatureBase):
         self._idf: IdfTable | None = None
 
     def params(self) -> dict[str, Any]:
-        return {"compare": self.compare, "dataset": self.dataset, "idf": self.idf_key,
+        return {"compare": self.compare, "weighting": self.weighting, "dataset": self.dataset, "idf": self.idf_key,
                 "idf_splits": list(self.idf_splits),
                 "idf_docs": None if self._idf is None else self._idf.n_docs}
 
@@ -190,4 +214,5 @@ class TfidfFeature(FeatureBase):
     def compute(self, items: Sequence[Parse]) -> list[dict[str, np.ndarray]]:
         self.setup()
         assert self._idf is not None
-        return [{"tfidf": tfidf_weights(word_forms(p, self.compare), self._idf)} for p in items]
+        return [{"tfidf": tfidf_weights(word_forms(p, self.compare), self._idf, self.weighting)}
+                for p in items]

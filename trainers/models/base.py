@@ -59,6 +59,9 @@ class PriorBertModel(BertForSequenceClassification):
     #: (`prior.trainers.registry.TrainSettings`), and per dataset where the paper tuned them
     paper_settings: ClassVar[dict[str, Any]] = {}
     dataset_settings: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: settings of the `-mini` schedule that concern the method's own parameters only
+    #: (``prior_lr``), where the shared schedule cannot train them (bench/oracle.py measures it)
+    mini_settings: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def options_from_feature(cls, source: Any) -> dict[str, Any]:

@@ -6,7 +6,16 @@ synonym matrix S on the A×B block and Sᵀ on B×A; inside a sentence, on speci
 padding it is 1 (attention unchanged), our default where the paper is silent (FORMULAS.md's
 alternative, within-sentence similarities, is not offered: the store's ``wup`` entry holds the
 A×B matrix only). The padding mask is added in every layer as in BERT. No new parameters:
-BERT-base-Sim has BERT-base's 110M. The authors' code's scoring (``uerbert-code``) is a preset
+BERT-base-Sim has BERT-base's 110M.
+
+Special tokens (option ``special``): ``"neutral"`` (default) leaves every cell of [CLS] and
+[SEP] at 1, BERT's attention; ``"authors"`` sets them as the authors' ``get_similarity.py``
+does, where [CLS] and [SEP] are stop words that score 0 against words: [CLS]↔B's words and
+the final [SEP], A's words↔the final [SEP], and the whole row and column of the middle [SEP]
+are 0 (a zero multiplier gives those logits 0). The default follows the paper's text (§4.1:
+S is defined over the words of the two sentences; special tokens are not words, so the
+paper does not put them in S) and FORMULAS.md's convention that a multiplicative feature is
+1 wherever it has no value; ``authors`` reproduces the released code. The authors' code's scoring (``uerbert-code``) is a preset
 of the ``wup`` feature, not of the model: build it into the store and select it with
 ``prior train bert-sim-… --feature-param preset=uerbert-code``.
 """
@@ -55,11 +64,50 @@ class GridSelfAttention(BertSelfAttention):
         return out, probs
 
 
+SPECIALS = ("neutral", "authors")
+
+
+def authors_special_cells(grid: torch.Tensor, attention_mask: torch.Tensor,
+                          token_type_ids: torch.Tensor) -> torch.Tensor:
+    """``grid`` (B, T, T) with the special-token cells the authors' code scores 0 set to 0.
+
+    Inputs are ``[CLS] A [SEP] B [SEP]`` (padding after): [CLS] is position 0, the middle
+    [SEP] the last position of segment 0, the final [SEP] the last real position.
+    """
+    real = attention_mask.bool()  # (B, T)
+    B, T = real.shape
+    pos = torch.arange(T, device=grid.device)[None, :].expand(B, T)
+    seg_a = real & (token_type_ids == 0)
+    seg_b = real & (token_type_ids == 1)
+    mid = pos == (seg_a.sum(1, keepdim=True) - 1)  # (B, T) the middle [SEP]
+    final = pos == (real.sum(1, keepdim=True) - 1)  # (B, T) the final [SEP]
+    cls = pos == 0
+    words_a = seg_a & ~cls & ~mid
+    words_b = seg_b & ~final
+    zero = (cls[:, :, None] & (words_b | final)[:, None, :])  # [CLS] -> B and final [SEP]
+    zero |= words_a[:, :, None] & final[:, None, :]  # A's words -> final [SEP]
+    zero = zero | zero.transpose(1, 2)
+    zero |= (mid[:, :, None] & real[:, None, :]) | (real[:, :, None] & mid[:, None, :])  # middle [SEP]
+    return grid.masked_fill(zero, 0.0)
+
+
 class BertSimModel(PriorBertModel):
     """UERBERT: BERT with layer 0's self-attention replaced by :class:`GridSelfAttention`."""
 
     model_name = "bert-sim"
     feature = "wup"
+    default_options = {"special": "neutral"}
+
+    def forward(self, *args: Any, prior_grid: torch.Tensor | None = None, **kwargs: Any) -> Any:
+        if prior_grid is not None and self.options["special"] == "authors":
+            mask, types = kwargs.get("attention_mask"), kwargs.get("token_type_ids")
+            if mask is None or types is None:
+                raise ValueError("bert-sim special=authors needs attention_mask and token_type_ids")
+            prior_grid = authors_special_cells(prior_grid, mask, types)
+        return super().forward(*args, prior_grid=prior_grid, **kwargs)
 
     def build_prior(self, config: BertConfig) -> None:
+        if self.options["special"] not in SPECIALS:
+            raise ValueError(f"bert-sim option special must be one of {', '.join(SPECIALS)}, "
+                             f"not {self.options['special']!r}")
         self.bert.encoder.layer[0].attention.self = GridSelfAttention(config, layer_idx=0)
