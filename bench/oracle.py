@@ -185,7 +185,8 @@ def cmd_one(args: argparse.Namespace) -> None:
         "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
         "oracle_levels": summary["oracle_levels"],
         **{f"test_{k}": v for k, v in summary[args.eval_split].items()},
-        "command": shlex.join([sys.executable, *sys.argv]),
+        # as anyone reruns it from the repository root: no interpreter or checkout path
+        "command": shlex.join(["python", "bench/oracle.py", *sys.argv[1:]]),
     }
     # the same checkpoint without its feature (neutral): what the model gets without the oracle
     best, tokenizer, meta = load_checkpoint(run / "best")
