@@ -73,6 +73,7 @@ def train(
     view: ViewOpt = None,
     dep_view: DepViewOpt = None,
     parser: Annotated[str | None, typer.Option(help="Models without a store feature (bert, cda): read the words of the parse this parser made (as given to `prior build --parser`; default: biaffine). A feature's entry decides its parse.")] = None,
+    parse: Annotated[str | None, typer.Option(help="Models without a store feature: read this parse (an id prefix, as `prior store info` lists) instead of --parser's.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue from a `last/` checkpoint folder.")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -111,7 +112,7 @@ def train(
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=model_options,
                           feature_params={**params, **dotted} or None, feature_entry=entry,
-                          view=view, dep_view=dep_view, parser=parser, storage_options=options, resume=resume,
+                          view=view, dep_view=dep_view, parser=parser, parse=parse, storage_options=options, resume=resume,
                           threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:

@@ -354,14 +354,11 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
     names the missing count, the build line that parses them and the parses that hold them."""
     recorded = recorded_parsers(store)
     wanted = list(dict.fromkeys(keys))
-    if parse is not None:
-        candidates = [p for p in recorded if p.startswith(parse)]
-        asked = f"parse {parse[:12]}"
-    else:
+    if parse is None:
         parser = parser or DEFAULT_PARSER
-        candidates = [p for p, spec in recorded.items() if _made_by(spec, parser)]
-        asked = f"parse of parser {parser}" + (" (the default; pick another with --parser)"
-                                               if parser == DEFAULT_PARSER else "")
+    candidates, asked = _named_parses(recorded, parse, parser or DEFAULT_PARSER)
+    if parse is None and parser == DEFAULT_PARSER:
+        asked += " (the default; pick another with --parser)"
     lacking: dict[str, int] = {}
 
     def lacks(p: str) -> int:  # the other parses are read only for the error message
@@ -401,18 +398,20 @@ def _made_by(recorded: str | None, parser: str) -> bool:
     return recorded == parser or (recorded is None and parser == DEFAULT_PARSER)
 
 
+def _named_parses(recorded: Mapping[str, str | None], parse: str | None, parser: str) -> tuple[list[str], str]:
+    """The parses ``parse`` (an id prefix) names, else those ``parser`` made, and how to say
+    what was asked."""
+    if parse is not None:
+        return [p for p in recorded if p.startswith(parse)], f"parse {parse[:12]}"
+    return [p for p, spec in recorded.items() if _made_by(spec, parser)], f"parse of parser {parser}"
+
+
 def parse_of(store: Store, *, parse: str | None = None, parser: str | None = None) -> str:
     """The one parse ``parse`` (an id prefix) names, else the one made with ``parser`` (a
     ``--parser`` value; default :data:`DEFAULT_PARSER`), whatever sentences it holds: what a
     read of every parsed sentence uses (``prior embed train``)."""
     recorded = recorded_parsers(store)
-    if parse is not None:
-        found = [p for p in recorded if p.startswith(parse)]
-        asked = f"parse {parse}"
-    else:
-        parser = parser or DEFAULT_PARSER
-        found = [p for p, spec in recorded.items() if _made_by(spec, parser)]
-        asked = f"parse of parser {parser}"
+    found, asked = _named_parses(recorded, parse, parser or DEFAULT_PARSER)
     if len(found) == 1:
         return found[0]
     if found:

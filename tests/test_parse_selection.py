@@ -79,6 +79,12 @@ def test_issue28_bert_trains_and_evals_after_another_parser_is_built(home: Path,
     line = next(x.strip() for x in err.splitlines() if x.strip().startswith("prior build"))
     cli(*shlex.split(line)[1:], "--workers", 0)
     cli("train", "bert-mini", "--dataset", "mrpc", "--output", home / "mrpc-default", *common)
+    # --parse names one parse by its id, as `describe_parses` offers when --parser cannot
+    spacy_parse = next(p for p, spec in parses.items() if spec == "spacy")
+    cli("train", "bert-mini", "--dataset", "mrpc", "--parse", spacy_parse[:12], "--output", home / "mrpc-id",
+        *common)
+    meta = json.loads((home / "mrpc-id" / "best" / "prior.json").read_text())
+    assert meta["fingerprints"]["train"]["parse"] == spacy_parse
 
 
 def test_embed_train_reads_the_default_parse(home: Path, monkeypatch, tmp_path: Path) -> None:

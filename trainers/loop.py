@@ -98,6 +98,7 @@ class TrainConfig:
     dep_view: str | None = None  # deprecated spelling of ``view`` (DAFA's models only)
     storage_options: dict[str, Any] | None = None  # fsspec options of a store at a URL; None: $PRIOR_STORAGE_OPTIONS
     parser: str | None = None  # a model without a feature reads this --parser value's parse (default: the default parser's)
+    parse: str | None = None  # ... or this parse (an id prefix), when one parser made several
     resume: Path | None = None
     progress: bool = True
     threads: int | None = None
@@ -163,7 +164,8 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     feature = MODEL_CLASSES[model].feature
     kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
           "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
-          "dep_view": run_view(cfg, model), "parser": cfg.parser}
+          "dep_view": run_view(cfg, model), "parser": cfg.parser,
+          "parse": cfg.parse}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)
     present = {s for d, s in store.datasets() if d == cfg.dataset}
     dev_split = cfg.dev_split or next((s for s in DEV_SPLITS if s in present), None)
