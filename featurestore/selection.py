@@ -32,9 +32,11 @@ that do hold them, with the ``--parser`` value that picks each.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prior.featurestore.errors import NotFoundError
@@ -158,10 +160,14 @@ def build_command(store: Store, *, dataset: str | None, split: str | None,
         if split is not None:
             args += ["--split", split]
     args += list(feature_args)
+    from_store = parser is None
     parser = parser or parser_spec(store, parse)
     if parser:
         args += ["--parser", parser]
     args += ["--store", store.location]
+    if from_store and parser and loads_code(parser):  # the store, not the reader, named a pickle
+        return shlex.join(args) + ("  # this --parser value comes from the store's records and loads a pickle, "
+                                   "which can run code: run the line only if you made that file")
     return shlex.join(args)
 
 
@@ -178,6 +184,23 @@ def pairs_build_args(store: Store, dataset: str, split: str | None) -> list[str]
     if split is not None and args and len(limits) == len(current):
         args += ["--limit", str(max(limits))]
     return args
+
+
+_PACKAGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def loads_code(spec: str) -> bool:
+    """Whether the ``--parser`` value ``spec`` would load something that can run code (a supar
+    file or a published supar model name: a pickle), judged from its text and one directory
+    test, opening no file. ``spacy``, ``spacy:<package name>``, ``biaffine`` (the shipped
+    model) and ``biaffine:<directory>`` (a model exported as safetensors + JSON) do not. A
+    spec a store or a checkpoint recorded may be used only when this is false."""
+    name, sep, arg = spec.partition(":")
+    if name == "spacy":
+        return bool(sep) and not _PACKAGE_NAME.fullmatch(arg)
+    if name == "biaffine":
+        return bool(sep) and not (arg and Path(arg).expanduser().is_dir())
+    return True
 
 
 def parser_spec(store: Store, parse: str | None) -> str | None:
@@ -380,10 +403,11 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
                    f"{best[:12]}")
     else:
         message = f"{store.location} holds no {asked}"
-    spec = recorded.get(candidates[0]) if candidates else parser
-    if spec is not None:
+    # a parse the store holds: its recorded parser (build_command marks one that loads a
+    # pickle); none: the reader's own --parser
+    if candidates or parser is not None:
         command = build_command(store, dataset=dataset, split=split, feature_args=["--features", "sdoi"],
-                                parser=spec)
+                                **({"parse": candidates[0]} if candidates else {"parser": parser}))
         message += f"; parse them with\n  {command}"
     others = [p for p in recorded if p not in candidates and lacks(p) == 0]
     if others:

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore.catalog import CATALOG, record_checksum
+from prior.featurestore.selection import loads_code
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,3 +198,28 @@ def test_exported_parser_with_a_transformer_encoder_is_refused(tmp_path: Path) -
     (model / "config.json").write_text(json.dumps(config))
     with pytest.raises(ResourceError, match="only the LSTM \\+ char model"):
         read_config(model)
+
+
+@pytest.mark.parametrize(("spec", "loads"), [
+    ("spacy", False), ("spacy:en_core_web_sm", False), ("biaffine", False), ("biaffine:MODEL_DIR", False),
+    ("biaffine:FILE", True), ("biaffine:biaffine-dep-en", True), ("spacy:../x", True), ("other:thing", True)])
+def test_loads_code_judges_a_spec_from_its_text(spec: str, loads: bool, tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model.pt").write_bytes(b"")
+    spec = spec.replace("MODEL_DIR", str(tmp_path / "model")).replace("FILE", str(tmp_path / "model.pt"))
+    assert loads_code(spec) is loads
+
+
+def test_a_build_hint_marks_a_recorded_pickle(crafted: dict[str, Path]) -> None:
+    """A `prior build` line replayed from the store's records carries the recorded --parser, and
+    says it loads a pickle when it does; a --parser the reader gave is printed as given."""
+    from prior.featurestore import open_store
+    from prior.featurestore.selection import build_command, recorded_parsers
+
+    store = open_store(crafted["store"], create=False)
+    (parse,) = recorded_parsers(store)
+    line = build_command(store, dataset="toy", split="train", feature_args=["--features", "sdoi"], parse=parse)
+    assert f"--parser biaffine:{crafted['evil']}" in line and "# this --parser value comes from the store" in line
+    mine = build_command(store, dataset="toy", split="train", feature_args=["--features", "sdoi"],
+                         parser=f"biaffine:{crafted['evil']}")
+    assert "#" not in mine

@@ -20,19 +20,17 @@ loading one runs code it contains).
 from __future__ import annotations
 
 import functools
-import re
 import shlex
-from pathlib import Path
 from typing import Any
 
 from prior.featurestore.errors import ResourceError
+from prior.featurestore.selection import loads_code
 from prior.pipeline.parsers.base import DependencyParser, Parse
 
 __all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",
            "fingerprint_of", "get_parser"]
 
 BACKENDS = ("biaffine", "spacy")
-_PACKAGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 class UntrustedParserError(ResourceError):
@@ -47,10 +45,7 @@ def check_recorded_spec(spec: str, source: str) -> str:
     else (a supar file or published model name: pickle, i.e. code) is an
     :class:`UntrustedParserError`. Decided from the text and a directory test alone: no file
     is opened."""
-    name, sep, arg = spec.partition(":")
-    if name == "spacy" and (not sep or _PACKAGE_NAME.fullmatch(arg)):
-        return spec
-    if name == "biaffine" and (not sep or (arg and Path(arg).expanduser().is_dir())):
+    if not loads_code(spec):
         return spec
     shown = shlex.quote(spec) if spec.isprintable() else repr(spec)  # one line, whatever the record holds
     raise UntrustedParserError(
