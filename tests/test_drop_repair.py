@@ -18,20 +18,11 @@ from prior.featurestore import open_store
 from prior.featurestore.maintenance import verify_store
 from prior.featurestore.missing import MissingDataError
 from prior.pipeline.build import BuildOptions, build
+from tests.test_kill_commits import frames
 
 runner = CliRunner()
 SPLITS = ("dev", "test", "train")
 FEATURES = ("sdoi", "wup", "dep")
-
-
-def _frames(location: Path) -> dict:
-    store = open_store(location, create=False)
-    out = {}
-    for feature in FEATURES:
-        for split in SPLITS:
-            df = store.frame(feature, dataset="rte", split=split)
-            out[feature, split] = df.drop([c for c in df.columns if c.endswith("_key") or c.startswith("key_")]).to_dicts()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +30,7 @@ def clean(tmp_path_factory) -> tuple[Path, dict]:
     location = tmp_path_factory.mktemp("drop") / "clean"
     build(BuildOptions(dataset="rte", splits=SPLITS, features=FEATURES, store=str(location), parser="spacy",
                        limit=5, workers=0, progress=False, partition_size=8))
-    return location, _frames(location)
+    return location, frames(location, FEATURES)
 
 
 def _flip(location: Path, kind: str, inner: str, name: str | None = None) -> str:
@@ -64,7 +55,7 @@ def _drop_and_repair(location: Path, clean_frames: dict, *, missing_read: bool) 
     assert lines, result.output
     if missing_read:  # the dropped sentences or parses: a read is one line naming the rebuild
         with pytest.raises(MissingDataError, match="restore them with: prior build"):
-            _frames(location)
+            frames(location, FEATURES)
         with pytest.raises(MissingDataError, match="restore them with: prior build"):
             open_store(location, create=False).scan("sdoi", dataset="rte", split="dev").collect()
         for args in (["store", "frame", "--feature", "sdoi", "--dataset", "rte", "--split", "dev"],
@@ -80,7 +71,7 @@ def _drop_and_repair(location: Path, clean_frames: dict, *, missing_read: bool) 
         done = runner.invoke(app, [*args[1:], "--workers", "0"], env={"PRIOR_NO_PROGRESS": "1"})
         assert done.exit_code == 0, done.output
     assert verify_store(open_store(location, create=False)).ok
-    assert _frames(location) == clean_frames
+    assert frames(location, FEATURES) == clean_frames
 
 
 @pytest.mark.parametrize(("kind", "inner", "missing_read"), [

@@ -13,26 +13,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.featurestore.selection import ParseSelectionError, recorded_parsers, select_parse
+from tests.test_entry_selection import cli, cli_error
 from tests.trainers_fixtures import tiny_backbone
-
-runner = CliRunner()
-
-
-def cli(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def cli_error(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 1, result.output
-    return result.output
 
 
 @pytest.fixture(scope="module")
