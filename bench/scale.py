@@ -98,8 +98,11 @@ def timed(cmd: list[str]) -> dict[str, Any]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     result = {"wall_s": round(time.perf_counter() - t0, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
               "rc": proc.returncode}
+    text = out.decode(errors="replace")
     if proc.returncode:
-        result["output"] = out.decode(errors="replace")[-2000:]
+        result["output"] = text[-2000:]
+    elif (last := (text.strip().splitlines() or [""])[-1]).startswith("{"):
+        result["detail"] = json.loads(last)  # a script that reports its own parts as one JSON line
     return result
 
 
@@ -144,26 +147,34 @@ def store_counts(store: Path) -> dict[str, Any]:
 
 
 _SCAN = """
-import sys, polars as pl
+import json, sys, time
+import polars as pl
 from prior.featurestore import open_store
+t0 = time.perf_counter()
 s = open_store(sys.argv[1], create=False)
 split = s.datasets()[0][1]
 rows = s.pair_rows("{name}", split)["row"]
 wanted = rows.gather(list(range(0, rows.len(), max(1, rows.len() // 1000))))[:1000]
 got = s.scan("wup", dataset="{name}", split=split).filter(pl.col("row").is_in(wanted.implode())).collect()
 assert got.height == wanted.len(), got.height
+print(json.dumps({{"open_scan_s": round(time.perf_counter() - t0, 3)}}))  # without the interpreter's start
 """
 
 _LOAD = """
-import sys
+import json, sys, time
 from prior.featurestore import open_store
-from tests.trainers_fixtures import tiny_tokenizer
+from prior.trainers.backbones import load_tokenizer, resolve_backbone
 from prior.trainers.data import load_split
+tok = load_tokenizer(resolve_backbone("mini"))  # the -mini models' fast tokenizer
 s = open_store(sys.argv[1], create=False)
 split = s.datasets()[0][1]
-data = load_split(s, "{name}", split, tiny_tokenizer(), feature="wup")
+t0 = time.perf_counter()
+data = load_split(s, "{name}", split, tok, feature="wup")
+t1 = time.perf_counter()
 n = sum(1 for _ in data.batches(32))
+t2 = time.perf_counter()
 assert n > 0
+print(json.dumps({{"load_split_s": round(t1 - t0, 2), "epoch_s": round(t2 - t1, 2), "batches": n}}))
 """
 
 
@@ -206,21 +217,31 @@ def run_size(texts: list[str], n: int, args: argparse.Namespace) -> dict[str, An
     return result
 
 
+def _load_cells(readers: dict[str, Any]) -> list[Any]:
+    """The loader's own parts: load_split and one epoch of batches (seconds), and its peak RSS."""
+    load = readers["load_split_epoch"]
+    detail = load.get("detail", {})
+    scan = readers["scan_1000"].get("detail", {})
+    return [detail.get("load_split_s"), detail.get("epoch_s"), load["peak_rss_mib"], scan.get("open_scan_s")]
+
+
 def table(results: list[dict[str, Any]]) -> str:
     names = list(results[0]["readers"])
     head = ["pairs", "ms/pair", "parse/s", "driver MiB", "worker MiB", "store MiB", "files", "records",
-            *[f"{n} s" for n in names]]
+            *[f"{n} s" for n in names], "load_split s", "epoch s", "load MiB", "scan in-process s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         b = r["build"]
         cells = [r["size"], b["ms_per_pair"], b["stages"].get("parse", {}).get("per_s"), b["driver_peak_rss_mib"],
                  max(b["worker_peak_rss_mib"], default=None), round(r["store"]["bytes"] / 2**20, 1),
-                 r["store"]["files"], r["store"]["catalog_records"], *[r["readers"][n]["wall_s"] for n in names]]
+                 r["store"]["files"], r["store"]["catalog_records"], *[r["readers"][n]["wall_s"] for n in names],
+                 *_load_cells(r["readers"])]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
         if "readers_compacted" in r:  # the same store after `prior store compact` and `gc`
             after = r["store_compacted"]
             cells = [f"{r['size']} compacted", "", "", "", "", round(after["bytes"] / 2**20, 1), after["files"],
-                     after["catalog_records"], *[r["readers_compacted"][n]["wall_s"] for n in names]]
+                     after["catalog_records"], *[r["readers_compacted"][n]["wall_s"] for n in names],
+                     *_load_cells(r["readers_compacted"])]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
