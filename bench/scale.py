@@ -3,6 +3,7 @@
     python bench/scale.py                                  # 10k, 100k and 500k pairs (hours)
     python bench/scale.py --sizes 2000 --workers 2         # a quick end-to-end check
     python bench/scale.py --sizes 500000 --compact         # ... and compaction before/after
+    python bench/scale.py --sizes 500000 --reuse           # the readers again on the store built before
 
 1. **The table**: every distinct sentence of every dataset in the data dir (`$PRIOR_DATA_DIR`,
    default ``../shared/data`` beside the checkout), sorted; pair i is (sentence i mod N, sentence h(seed, i) mod N)
@@ -200,11 +201,12 @@ def run_size(texts: list[str], n: int, args: argparse.Namespace) -> dict[str, An
     work: Path = args.work
     path = make_table(texts, n, args.seed, work / f"pairs-{n}.parquet")
     store = work / f"store-{n}"
-    shutil.rmtree(store, ignore_errors=True)
-    one = timed([sys.executable, __file__, "--build-one", str(path), "--store", str(store),
-                 "--workers", str(args.workers), *(["--parser", args.parser] if args.parser else [])])
-    if one["rc"]:
-        raise SystemExit(f"build of {n} pairs failed:\n{one.get('output')}")
+    if not (args.reuse and (store.parent / f"build-{n}.json").exists()):
+        shutil.rmtree(store, ignore_errors=True)
+        one = timed([sys.executable, __file__, "--build-one", str(path), "--store", str(store),
+                     "--workers", str(args.workers), *(["--parser", args.parser] if args.parser else [])])
+        if one["rc"]:
+            raise SystemExit(f"build of {n} pairs failed:\n{one.get('output')}")
     result: dict[str, Any] = {"size": n, "workers": args.workers,
                               "build": json.loads((store.parent / f"build-{n}.json").read_text()),
                               "store": store_counts(store), "readers": readers(path, store, work, args.parser)}
@@ -255,6 +257,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("PRIOR_DATA_DIR", ROOT.parent / "shared" / "data")))
     ap.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
     ap.add_argument("--compact", action="store_true", help="Also compact each store and read it again.")
+    ap.add_argument("--reuse", action="store_true",
+                    help="Keep a size's store and build record from an earlier run; time the readers again.")
     ap.add_argument("--build-one", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
