@@ -186,7 +186,7 @@ def _reach_hint(location: str) -> str:
             "--storage-option KEY=VALUE or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, secret=…, anon=true)")
 
 
-def as_frame(table: pa.Table) -> pl.DataFrame:
+def _frame(table: pa.Table) -> pl.DataFrame:
     """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
@@ -247,7 +247,7 @@ def write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
         pq.write_table(table, fh, compression="zstd")
 
 
-def parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
+def _parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
     """A segment's ``write`` for one Parquet file."""
     def write(folder: str) -> list[str]:
         write_parquet(fs, f"{folder}/{name}", table)
@@ -371,7 +371,7 @@ class SegmentStore:
         if missing := required - set(table.column_names):
             raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
         return self._write_segment("pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
-                                   table.num_rows, parquet_writer(self.fs, "pairs.parquet", table), meta)
+                                   table.num_rows, _parquet_writer(self.fs, "pairs.parquet", table), meta)
 
     def datasets(self) -> list[tuple[str, str]]:
         return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
@@ -390,13 +390,13 @@ class SegmentStore:
         segs = self.split_segments(dataset, split)
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
-        frames = [as_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
+        frames = [_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
 
     def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
         """One pairs segment's rows."""
-        return as_frame(read_parquet(self.fs, segment, "pairs.parquet"))
+        return _frame(read_parquet(self.fs, segment, "pairs.parquet"))
 
     def missing_split(self, dataset: str, split: str) -> str:
         """Why ``dataset/split`` has no pairs, and the build line that adds it, replayed from
@@ -416,10 +416,10 @@ class SegmentStore:
         if not keys:
             return None
         table = pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())})
-        return self._write_segment("sentences", {}, len(keys), parquet_writer(self.fs, "sentences.parquet", table))
+        return self._write_segment("sentences", {}, len(keys), _parquet_writer(self.fs, "sentences.parquet", table))
 
     def sentences(self) -> pl.DataFrame:
-        frames = [as_frame(read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
+        frames = [_frame(read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
         if not frames:
             return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
@@ -441,7 +441,7 @@ class SegmentStore:
             columns[col] = pa.array([list(r[col]) for r in records], typ)
         target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
         return self._write_segment("parses", target, len(keys),
-                                   parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
+                                   _parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
@@ -471,7 +471,7 @@ class SegmentStore:
                 continue
 
             def load(s: Segment = s) -> pl.DataFrame:
-                return as_frame(read_parquet(self.fs, s, "parses.parquet", wanted))
+                return _frame(read_parquet(self.fs, s, "parses.parquet", wanted))
 
             frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
             # filtered per segment: a worker reading one partition's sentences never holds the
