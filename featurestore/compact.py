@@ -42,13 +42,7 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
 from prior.featurestore.errors import StoreError
 from prior.featurestore.lease import Lease, check_live, claim
-from prior.featurestore.store import (
-    Store,
-    _read_arrays,
-    _read_parquet,
-    _write_parquet,
-    indexed_items,
-)
+from prior.featurestore.segments import SegmentStore, indexed_items, read_arrays, read_parquet, write_parquet
 from prior.featurestore.tensors import write_flat
 from prior.layouts.ragged import Ragged
 
@@ -89,7 +83,7 @@ class CompactReport:
     replaced_bytes: int = 0  # bytes of the replaced folders, left for `prior store gc`
 
 
-def _groups(store: Store, kinds: Sequence[str], feature: str | None) -> list[tuple[str, str, list[Segment]]]:
+def _groups(store: SegmentStore, kinds: Sequence[str], feature: str | None) -> list[tuple[str, str, list[Segment]]]:
     """(kind, group name, segments in catalog order) of every group compaction may merge."""
     out: list[tuple[str, str, list[Segment]]] = []
     if "pairs" in kinds:
@@ -112,7 +106,7 @@ def _groups(store: Store, kinds: Sequence[str], feature: str | None) -> list[tup
     return out
 
 
-def plan(store: Store, *, kinds: Sequence[str] = (*TABLES, "feature"), feature: str | None = None,
+def plan(store: SegmentStore, *, kinds: Sequence[str] = (*TABLES, "feature"), feature: str | None = None,
          max_rows: int = DEFAULT_MAX_ROWS) -> list[Merge]:
     """The merges compaction would make: in each group, consecutive segments of fewer than
     ``max_rows`` rows, taken while their sum stays within ``max_rows``; runs of one are left."""
@@ -155,25 +149,25 @@ def _merged_meta(merge: Merge) -> dict[str, Any]:
     return meta
 
 
-def _writer(store: Store, merge: Merge) -> tuple[int, Callable[[str], list[str]], dict[str, Any]]:
+def _writer(store: SegmentStore, merge: Merge) -> tuple[int, Callable[[str], list[str]], dict[str, Any]]:
     """(rows, write(folder) -> file names, meta) of the merged segment."""
     fs = store.fs
     meta = _merged_meta(merge)
     if merge.kind != "feature":
         inner, column = _FILE[merge.kind]
-        tables = [_read_parquet(fs, s, inner) for s in merge.segments]
+        tables = [read_parquet(fs, s, inner) for s in merge.segments]
         table = _first_rows(pa.concat_tables(tables, promote_options="default"), column)
 
         def write_table(folder: str) -> list[str]:
-            _write_parquet(fs, f"{folder}/{inner}", table)
+            write_parquet(fs, f"{folder}/{inner}", table)
             return [inner]
 
         return table.num_rows, write_table, meta
     components = list(merge.segments[0].target["components"])
-    indexes = [_read_parquet(fs, s, "index.parquet") for s in merge.segments]
+    indexes = [read_parquet(fs, s, "index.parquet") for s in merge.segments]
     parts: dict[str, list[Ragged]] = {c: [] for c in components}
     for s, idx in zip(merge.segments, indexes):
-        arrays = _read_arrays(fs, s, components)
+        arrays = read_arrays(fs, s, components)
         for c in components:
             parts[c].append(indexed_items(idx, arrays, c))
     index = _first_rows(pa.concat_tables([idx.select(["key"]) for idx in indexes]).append_column(
@@ -190,7 +184,7 @@ def _writer(store: Store, merge: Merge) -> tuple[int, Callable[[str], list[str]]
 
     def write_feature(folder: str) -> list[str]:
         write_flat(fs, f"{folder}/arrays", flats)
-        _write_parquet(fs, f"{folder}/index.parquet", pa.table(columns))
+        write_parquet(fs, f"{folder}/index.parquet", pa.table(columns))
         return ["index.parquet", "arrays/zarr.json"]
 
     return len(take), write_feature, meta
@@ -202,12 +196,12 @@ def _merged_id(merge: Merge) -> str:
     return f"{at}-{uuid.uuid4().hex[:12]}"
 
 
-def uncommit(store: Store, segment_id: str) -> None:
+def uncommit(store: SegmentStore, segment_id: str) -> None:
     """Remove a replaced segment's record (its folder is left for ``gc``)."""
     store.fs.remove_entry(CATALOG, f"{segment_id}.json")
 
 
-def _finish_interrupted(store: Store) -> list[str]:
+def _finish_interrupted(store: SegmentStore) -> list[str]:
     """Un-commit segments that a committed merged segment replaces (a compaction killed after
     its commit); returns their ids."""
     committed = {s.id: s for s in store.segments(refresh=True)}
@@ -220,7 +214,7 @@ def _finish_interrupted(store: Store) -> list[str]:
     return done
 
 
-def compact_store(store: Store, *, kinds: Sequence[str] = (*TABLES, "feature"), feature: str | None = None,
+def compact_store(store: SegmentStore, *, kinds: Sequence[str] = (*TABLES, "feature"), feature: str | None = None,
                   max_rows: int = DEFAULT_MAX_ROWS, dry_run: bool = False) -> CompactReport:
     """Merge small segments (see the module doc); ``dry_run`` only plans. Holds a lease like a
     build, so ``gc`` refuses to run meanwhile and never removes the folder being written."""

@@ -36,11 +36,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prior.featurestore.errors import DataError, NotFoundError
+from prior.featurestore.scan import SplitScan
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from prior.featurestore.store import EntryInfo, Store
+    from prior.featurestore.segments import EntryInfo, SegmentStore
 
 ROWS_PER_PART = 100_000
 ROW_GROUP_ROWS = 2_048  # row groups small enough to stream a split of large matrices
@@ -124,7 +125,7 @@ def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
     return final, tuple(names)
 
 
-def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.PathLike[str],
+def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str | os.PathLike[str],
                    splits: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
                    entry: str | None = None, parse: str | None = None,
                    rows_per_part: int = ROWS_PER_PART) -> list[ExportedSplit]:
@@ -140,8 +141,6 @@ def export_parquet(store: Store, feature: str, *, dataset: str, out: str | os.Pa
     if missing := [s for s in wanted if s not in present]:
         raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
                             f"(present: {', '.join(present)})")
-    from prior.featurestore.scan import SplitScan
-
     sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
                                 parse=parse) for split in wanted}
     try:

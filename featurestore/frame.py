@@ -14,6 +14,7 @@ feature values. :func:`view_entries` tells which entries a frame reads.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,18 +23,17 @@ import polars as pl
 
 from prior.featurestore.errors import StoreError
 from prior.featurestore.missing import check_held
+from prior.featurestore.segments import PARSE_COLUMNS
 from prior.featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from prior.featurestore.tensors import nested_column
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import column_name, view_of
 
 if TYPE_CHECKING:
-    from prior.featurestore.store import EntryInfo, Store
-
-PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+    from prior.featurestore.segments import EntryInfo, SegmentStore
 
 
-def view_entries(store: Store, feature: str, *, dataset: str, split: str,
+def view_entries(store: SegmentStore, feature: str, *, dataset: str, split: str,
                  params: Mapping[str, Any] | None = None, entry: str | None = None,
                  parse: str | None = None, coverage: Coverage | None = None) -> list[EntryInfo]:
     """The entries a read of ``feature`` (an entry name or a view) uses for ``dataset``/``split``,
@@ -58,7 +58,7 @@ def view_entries(store: Store, feature: str, *, dataset: str, split: str,
     return chosen
 
 
-def gather(store: Store, entries: Sequence[EntryInfo], pair_keys: Sequence[str], key_a: Sequence[str],
+def gather(store: SegmentStore, entries: Sequence[EntryInfo], pair_keys: Sequence[str], key_a: Sequence[str],
            key_b: Sequence[str]) -> dict[str, Ragged]:
     """The values of ``entries`` for the pairs (pair_keys[i], key_a[i], key_b[i]), one item per
     pair, by frame column name (`prior.layouts.views.column_name`): a pair component under its
@@ -78,7 +78,19 @@ def gather(store: Store, entries: Sequence[EntryInfo], pair_keys: Sequence[str],
     return out
 
 
-def build_frame(store: Store, feature: str, *, dataset: str, split: str,
+def pair_texts(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
+    """A split's rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b
+    (``Store.pairs``). Rows whose sentences the store does not hold are a `MissingDataError`,
+    never null texts."""
+    rows = store.pair_rows(dataset, split)
+    texts = store.sentences()
+    check_held(store, dataset, split, itertools.chain(rows["key_a"], rows["key_b"]), texts["sent_key"])
+    return (rows.join(texts.rename({"sent_key": "key_a", "text": "text_a"}), on="key_a", how="left")
+                .join(texts.rename({"sent_key": "key_b", "text": "text_b"}), on="key_b", how="left")
+                .sort("row"))
+
+
+def build_frame(store: SegmentStore, feature: str, *, dataset: str, split: str,
                 params: Mapping[str, Any] | None = None, entry: str | None = None,
                 parse: str | None = None) -> pl.DataFrame:
     view = view_of(feature)
@@ -86,7 +98,7 @@ def build_frame(store: Store, feature: str, *, dataset: str, split: str,
                            parse=parse)
     parse = entries[0].parse
 
-    df = store.pairs(dataset, split)
+    df = pair_texts(store, dataset, split)
     keys = set(df["key_a"].to_list()) | set(df["key_b"].to_list())
     parses = store.parses(keys, parse=parse).select(["sent_key", *PARSE_COLUMNS])
     check_held(store, dataset, split, keys, parses["sent_key"], parse=parse, entries=entries)

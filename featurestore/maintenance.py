@@ -19,7 +19,7 @@ from prior.featurestore.errors import PriorError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
 from prior.featurestore.missing import incomplete_pairs, rebuild_lines
-from prior.featurestore.store import Store
+from prior.featurestore.segments import SegmentStore
 
 
 @dataclass
@@ -33,7 +33,7 @@ class StoreInfo:
     resources: list[dict[str, Any]]
 
 
-def store_info(store: Store) -> StoreInfo:
+def store_info(store: SegmentStore) -> StoreInfo:
     segs = store.segments(refresh=True)
     rows: Counter[tuple[str, str]] = Counter()
     for dataset, split in store.datasets():
@@ -115,7 +115,7 @@ def _scan(fs: StoreFS) -> _Scan:
                  temporary=temporary, live=live, dead=dead, owned=owned, segments=segments, bad_records=bad)
 
 
-def verify_store(store: Store) -> VerifyReport:
+def verify_store(store: SegmentStore) -> VerifyReport:
     """Check every catalog record and every committed file's size and blake2b; list uncommitted
     leftovers, the work in progress of live builds and old records without their checksum."""
     fs = store.fs
@@ -179,7 +179,7 @@ class GcReport:
     rebuild: list[str] = field(default_factory=list)  # `prior build` lines that recompute what was dropped
 
 
-def gc_store(store: Store, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
+def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
     """Remove uncommitted segment folders no live build claims, stray temporary catalog files
     and what dead builds left under ``leases/``.
 

@@ -16,25 +16,25 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from prior.featurestore.errors import NotFoundError, PriorError
+from prior.featurestore.segments import EntryInfo, source_of
+from prior.featurestore.selection import Coverage, build_command, feature_args
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
-    from prior.featurestore.store import EntryInfo, Store
+    from prior.featurestore.segments import SegmentStore
 
 
 class MissingDataError(NotFoundError):
     """Pairs reference sentences, or sentences a parse, that the store does not hold."""
 
 
-def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = None,
+def restore_line(store: SegmentStore, dataset: str, split: str, *, parse: str | None = None,
                  entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> str:
     """The ``prior build`` line that restores ``dataset``/``split``'s pairs, sentences and
     parses (and the items of ``entries``): the split's recorded dataset arguments, the first
     entry's feature arguments (else one the store holds, else ``--features sdoi``, which needs
     no resources), the parse's parser. ``dropped``: the split's pairs segment that was just
     dropped, whose recorded arguments serve when the split has no other."""
-    from prior.featurestore.selection import build_command, feature_args
-
     try:
         entry = entries[0] if entries else next(iter(store.entries()), None)
         features = feature_args(entry, entry.name) if entry is not None else ["--features", "sdoi"]
@@ -46,7 +46,7 @@ def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = 
         return f"prior build --dataset {dataset} --split {split} --store {store.location}"
 
 
-def _dataset_args(store: Store, dataset: str, split: str, dropped: Segment | None) -> list[str]:
+def _dataset_args(store: SegmentStore, dataset: str, split: str, dropped: Segment | None) -> list[str]:
     """``--dataset … --split S`` for a split whose pairs segments are all gone: the recorded
     arguments of its dropped segment or of another split of the dataset (with ``--limit``),
     else the plain name."""
@@ -60,7 +60,7 @@ def _dataset_args(store: Store, dataset: str, split: str, dropped: Segment | Non
     return ["--dataset", dataset, "--split", split]
 
 
-def missing_sentences(store: Store, dataset: str, split: str, count: int,
+def missing_sentences(store: SegmentStore, dataset: str, split: str, count: int,
                       entries: Sequence[EntryInfo] = ()) -> MissingDataError:
     return MissingDataError(
         f"{store.location}: {count} sentence(s) of {dataset}/{split} are not in the store (their sentences "
@@ -68,7 +68,7 @@ def missing_sentences(store: Store, dataset: str, split: str, count: int,
         f"{restore_line(store, dataset, split, entries=entries)}")
 
 
-def missing_parses(store: Store, dataset: str, split: str, parse: str | None, count: int,
+def missing_parses(store: SegmentStore, dataset: str, split: str, parse: str | None, count: int,
                    entries: Sequence[EntryInfo] = ()) -> MissingDataError:
     return MissingDataError(
         f"{store.location}: {count} sentence(s) of {dataset}/{split} have no parse {str(parse)[:12]} in the "
@@ -76,7 +76,7 @@ def missing_parses(store: Store, dataset: str, split: str, parse: str | None, co
         f"them with: {restore_line(store, dataset, split, parse=parse, entries=entries)}")
 
 
-def check_held(store: Store, dataset: str, split: str, keys: Iterable[str], held: Iterable[str], *,
+def check_held(store: SegmentStore, dataset: str, split: str, keys: Iterable[str], held: Iterable[str], *,
                parse: str | None = None, entries: Sequence[EntryInfo] = ()) -> None:
     """Raise `MissingDataError` when some of ``keys`` (sentence keys a read needs) are not in
     ``held`` (those found): sentences when ``parse`` is None, else parses of ``parse``."""
@@ -89,13 +89,11 @@ def check_held(store: Store, dataset: str, split: str, keys: Iterable[str], held
     raise missing_parses(store, dataset, split, parse, len(missing), entries)
 
 
-def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) -> list[tuple[str, str, str]]:
+def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment], skip: set[str]) -> list[tuple[str, str, str]]:
     """(dataset, split, ``verify``'s line) for each current pairs segment whose sentences the
     store does not hold, or whose sentences lack a parse that a feature entry computed from
     them (so the parse was there and is gone). ``segments``: the committed ones; ``skip``: ids
     of damaged ones (their keys are not read, and what they may hold is not reported again)."""
-    from prior.featurestore.store import EntryInfo, _source_of
-
     usable = [s for s in segments if s.id not in skip]
     # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
     damaged_sentences = any(s.kind == "sentences" for s in segments if s.id in skip)
@@ -110,9 +108,9 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
         if s.kind == "feature":
             held = entries.setdefault(s.target["entry"], (EntryInfo.from_target(s.target), set()))
             held[1].update(store.segment_keys([s]))
-    latest = {(s.target["dataset"], s.target["split"]): _source_of(s) for s in usable if s.kind == "pairs"}
+    latest = {(s.target["dataset"], s.target["split"]): source_of(s) for s in usable if s.kind == "pairs"}
     current = {s.id for s in usable if s.kind == "pairs"
-               and _source_of(s) == latest[s.target["dataset"], s.target["split"]]}
+               and source_of(s) == latest[s.target["dataset"], s.target["split"]]}
     out = []
     for seg in usable:
         if seg.id not in current:
@@ -141,13 +139,10 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
     return out
 
 
-def rebuild_lines(store: Store, dropped: Sequence[Segment]) -> list[str]:
+def rebuild_lines(store: SegmentStore, dropped: Sequence[Segment]) -> list[str]:
     """After ``gc --drop-damaged`` dropped ``dropped``: the ``prior build`` lines that compute
     them again, one per split and entry (a rebuild reads and computes only what the store
     lacks). A dropped feature segment's entry is rebuilt for every split it now lacks items of."""
-    from prior.featurestore.selection import Coverage
-    from prior.featurestore.store import EntryInfo
-
     store.refresh()
     lines = [restore_line(store, s.target["dataset"], s.target["split"], dropped=s)
              for s in dropped if s.kind == "pairs"]

@@ -38,10 +38,10 @@ import numpy as np
 import polars as pl
 
 from prior.featurestore.errors import NotFoundError, StoreError
-from prior.featurestore.frame import PARSE_COLUMNS, view_entries
+from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
+from prior.featurestore.segments import PARSE_COLUMNS, indexed_items, read_arrays, read_parquet
 from prior.featurestore.selection import Coverage
-from prior.featurestore.store import _read_arrays, _read_parquet, indexed_items
 from prior.featurestore.tensors import nested_column
 from prior.layouts.kinds import SentenceVector, WordIds
 from prior.layouts.ragged import Ragged
@@ -49,7 +49,7 @@ from prior.layouts.views import View, column_name, view_of
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
-    from prior.featurestore.store import EntryInfo, Store
+    from prior.featurestore.segments import EntryInfo, SegmentStore
 
 TEXT_COLUMNS = ("text_a", "text_b")
 _PARSE_TYPES: dict[str, pl.DataType] = {c: pl.List(pl.Int32 if c == "heads" else pl.String) for c in PARSE_COLUMNS}
@@ -76,7 +76,7 @@ def _polars_dtype(dtype: np.dtype) -> pl.DataType:
     return pl.Series(np.zeros(0, dtype=dtype)).dtype
 
 
-def _first_copies(store: Store, segments: Sequence[Segment], inner: str, keys: pl.Series,
+def _first_copies(store: SegmentStore, segments: Sequence[Segment], inner: str, keys: pl.Series,
                   columns: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """``sent_key`` and ``columns`` (name → type) of the rows of ``keys`` in the Parquet tables
     ``inner`` of ``segments``: the first copy of a key in catalog order; a segment that holds
@@ -86,10 +86,10 @@ def _first_copies(store: Store, segments: Sequence[Segment], inner: str, keys: p
     for seg in segments:
         if remaining.is_empty():
             break
-        held = pl.DataFrame(_read_parquet(store.fs, seg, inner, ["sent_key"])).to_series()
+        held = pl.DataFrame(read_parquet(store.fs, seg, inner, ["sent_key"])).to_series()
         if not held.is_in(remaining.implode()).any():
             continue
-        frame = pl.DataFrame(_read_parquet(store.fs, seg, inner, ["sent_key", *columns]))
+        frame = pl.DataFrame(read_parquet(store.fs, seg, inner, ["sent_key", *columns]))
         frame = frame.filter(pl.col("sent_key").is_in(remaining.implode()))
         frame = frame.unique(subset=["sent_key"], keep="first", maintain_order=True)
         frames.append(frame)
@@ -99,7 +99,7 @@ def _first_copies(store: Store, segments: Sequence[Segment], inner: str, keys: p
     return pl.concat(frames)
 
 
-def _feature_items(store: Store, info: EntryInfo, segments: Sequence[Segment], keys: pl.Series,
+def _feature_items(store: SegmentStore, info: EntryInfo, segments: Sequence[Segment], keys: pl.Series,
                    components: Sequence[str]) -> tuple[list[str], dict[str, Ragged]]:
     """(the keys found, component → their `Ragged` items, in that order) for ``keys`` of one
     entry: the first copy of each key in catalog order, read from the segments whose index holds
@@ -111,14 +111,14 @@ def _feature_items(store: Store, info: EntryInfo, segments: Sequence[Segment], k
     for seg in segments:
         if remaining.is_empty():
             break
-        held = pl.DataFrame(_read_parquet(store.fs, seg, "index.parquet", ["key"])).to_series()
+        held = pl.DataFrame(read_parquet(store.fs, seg, "index.parquet", ["key"])).to_series()
         hits = (held.to_frame().with_row_index("i").filter(pl.col("key").is_in(remaining.implode()))
                 .unique(subset=["key"], keep="first", maintain_order=True))
         if hits.is_empty():
             continue
         index_cols = [f"{c}.{part}" for c in components for part in ("offset", "rows", "cols")]
-        index = _read_parquet(store.fs, seg, "index.parquet", index_cols)
-        arrays = _read_arrays(store.fs, seg, components)
+        index = read_parquet(store.fs, seg, "index.parquet", index_cols)
+        arrays = read_arrays(store.fs, seg, components)
         rows = hits["i"].to_numpy().astype(np.int64)
         for c in components:
             parts[c].append(indexed_items(index, arrays, c).take(rows))
@@ -134,7 +134,7 @@ class SplitScan:
     """The IO source behind ``Store.scan``: the entries and segments of one read, chosen when it
     is made, and :meth:`read`, which Polars calls with the query's columns and filter."""
 
-    def __init__(self, store: Store, feature: str, *, dataset: str, split: str,
+    def __init__(self, store: SegmentStore, feature: str, *, dataset: str, split: str,
                  params: Mapping[str, Any] | None = None, entry: str | None = None,
                  parse: str | None = None) -> None:
         self.store, self.feature, self.dataset, self.split = store, feature, dataset, split
@@ -192,8 +192,8 @@ class SplitScan:
         the dtype its record lists (else its array), matrix where the index gives columns."""
         first = self.feature_segments[info.key][0]
         recorded = first.meta.get("dtypes", {}).get(comp)
-        dtype = np.dtype(recorded) if recorded else _read_arrays(self.store.fs, first, [comp])[comp].dtype
-        cols = _read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]).column(0).to_numpy()
+        dtype = np.dtype(recorded) if recorded else read_arrays(self.store.fs, first, [comp])[comp].dtype
+        cols = read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]).column(0).to_numpy()
         return dtype, bool((cols >= 0).any())
 
     def lazy(self) -> pl.LazyFrame:
@@ -283,7 +283,7 @@ class SplitScan:
             for n, v in values.items()])
 
 
-def scan_frame(store: Store, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
+def scan_frame(store: SegmentStore, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
                entry: str | None = None, parse: str | None = None) -> pl.LazyFrame:
     """The LazyFrame of ``Store.scan`` (module docstring)."""
     return SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse).lazy()

@@ -44,7 +44,7 @@ from prior.featurestore.errors import NotFoundError
 if TYPE_CHECKING:
     import polars as pl
 
-    from prior.featurestore.store import EntryInfo, Store
+    from prior.featurestore.segments import EntryInfo, SegmentStore
 
 
 # The parser a build uses and a read without a feature reads the parse of, unless told otherwise
@@ -111,7 +111,7 @@ def known_keys(entries: Sequence[EntryInfo]) -> set[str]:
 class Coverage:
     """Which keys each entry holds and which each split needs, read once per selection."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: SegmentStore) -> None:
         self.store = store
         self._have: dict[str, set[str]] = {}
         self._need: dict[tuple[str, str, str], list[str]] = {}
@@ -148,7 +148,7 @@ class Coverage:
 
 
 # --------------------------------------------------------------------------- the build line
-def build_command(store: Store, *, dataset: str | None, split: str | None,
+def build_command(store: SegmentStore, *, dataset: str | None, split: str | None,
                   feature_args: Sequence[str], parse: str | None = None, parser: str | None = None) -> str:
     """The ``prior build`` line that adds a feature's items for a split, from what the store
     recorded: the split's dataset arguments (a file path, ``--name``, columns), the entry's
@@ -171,7 +171,7 @@ def build_command(store: Store, *, dataset: str | None, split: str | None,
     return shlex.join(args)
 
 
-def pairs_build_args(store: Store, dataset: str, split: str | None) -> list[str]:
+def pairs_build_args(store: SegmentStore, dataset: str, split: str | None) -> list[str]:
     """The ``--dataset …`` arguments the build that wrote a split's pairs was given, and
     ``--limit`` when every build of its current rows read only a prefix of the file (then the
     line reads the same rows again instead of the whole file)."""
@@ -203,7 +203,7 @@ def loads_code(spec: str) -> bool:
     return True
 
 
-def parser_spec(store: Store, parse: str | None) -> str | None:
+def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
     """The ``--parser`` value that reproduces ``parse`` (default: the store's latest parse)."""
     segs = store.segments("parses")
     if parse is not None:
@@ -263,7 +263,7 @@ def describe_entries(entries: Sequence[EntryInfo], coverage: Coverage) -> str:
     return "\n".join(lines)
 
 
-def select_entry(store: Store, name: str, *, dataset: str | None = None, split: str | None = None,
+def select_entry(store: SegmentStore, name: str, *, dataset: str | None = None, split: str | None = None,
                  request: Request | None = None, version: int | None = None,
                  built_by: str | None = None, coverage: Coverage | None = None) -> EntryInfo:
     """The one entry of feature ``name`` that ``request`` names and that holds every item of
@@ -316,7 +316,7 @@ def select_entry(store: Store, name: str, *, dataset: str | None = None, split: 
     raise _not_found(store, name, present, request, coverage, dataset, split, built_by)
 
 
-def _not_found(store: Store, name: str, present: Sequence[EntryInfo], request: Request,
+def _not_found(store: SegmentStore, name: str, present: Sequence[EntryInfo], request: Request,
                coverage: Coverage, dataset: str | None, split: str | None,
                built_by: str | None) -> EntrySelectionError:
     where = f" that holds {dataset}/{split}" if dataset else ""
@@ -356,7 +356,7 @@ class ParseSelectionError(NotFoundError):
     """No single parse holds the sentences a read without a feature needs."""
 
 
-def recorded_parsers(store: Store) -> dict[str, str | None]:
+def recorded_parsers(store: SegmentStore) -> dict[str, str | None]:
     """Parse id → the ``--parser`` value that made it (None where the store does not say: the
     default parser's, as `parser_spec` reads it), in the order the parses were first written."""
     out: dict[str, str | None] = {}
@@ -368,7 +368,7 @@ def recorded_parsers(store: Store) -> dict[str, str | None]:
     return out
 
 
-def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None, parser: str | None = None,
+def select_parse(store: SegmentStore, keys: Sequence[str], *, parse: str | None = None, parser: str | None = None,
                  dataset: str | None = None, split: str | None = None) -> str:
     """The parse a read of the sentences ``keys`` (of ``dataset``/``split``, for messages)
     uses when no feature entry decides it: ``parse`` (an id or a prefix: what a checkpoint
@@ -430,7 +430,7 @@ def _named_parses(recorded: Mapping[str, str | None], parse: str | None, parser:
     return [p for p, spec in recorded.items() if _made_by(spec, parser)], f"parse of parser {parser}"
 
 
-def parse_of(store: Store, *, parse: str | None = None, parser: str | None = None) -> str:
+def parse_of(store: SegmentStore, *, parse: str | None = None, parser: str | None = None) -> str:
     """The one parse ``parse`` (an id prefix) names, else the one made with ``parser`` (a
     ``--parser`` value; default :data:`DEFAULT_PARSER`), whatever sentences it holds: what a
     read of every parsed sentence uses (``prior embed train``)."""

@@ -1,527 +1,46 @@
-"""The feature store: open it, write segments, read pairs, parses, features and resources.
+"""The feature store: open it, write segments, read pairs, parses, features and resources, and
+query it as Polars frames.
 
-Layout below the store's root (a directory or an fsspec URL)::
-
-    STORE.json                    format marker
-    catalog/<segment>.json        committed segments (see catalog.py)
-    segments/<segment>/           a segment's own files:
-        pairs.parquet             kind "pairs":     one dataset split's rows (target: dataset, split)
-        sentences.parquet         kind "sentences": sent_key, text
-        parses.parquet            kind "parses":    one parse's records (target: parse id, fingerprint)
-        index.parquet + arrays/   kind "feature":   keys, offsets and shapes; Zarr v3 flat arrays
-        table.parquet + arrays/   kind "resource":  a content-keyed table (+ arrays): IDF, vocabularies
-
-Per-sentence results are keyed by sentence key, per-pair results by pair key (keys.py).
-A feature *entry* is ``name@version`` + resolved params + parse id (``keys.entry_key``).
-
-Reads are checked (``checked.py``): a committed file is used only once it matches its catalog
-record. Writes made under a lease (``lease.py``, ``open_store(..., lease=)``) claim their segment
-before creating it and commit only while the lease is live, so ``gc`` never removes them.
+Two layers: `prior.featurestore.segments` is the file format (segments, their reads and writes,
+checks, the catalog, entry records); the query modules (`selection`, `frame`, `scan`, `export`,
+`missing`) work on its `SegmentStore`. `Store` is both together: a `SegmentStore` with the query
+methods (``find_entry``, ``select``, ``pairs``, ``frame``, ``scan``). Imports run one way:
+segments ← query modules ← this module.
 """
 
 from __future__ import annotations
 
-import io
-import itertools
-import json
 import os
-import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from prior.featurestore import keys as keymod
-from prior.featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
-from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
-from prior.featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
-from prior.featurestore.fs import StoreFS
-from prior.featurestore.lease import check_live, claim
-from prior.featurestore.names import check_name
-from prior.featurestore.segment_cache import PARSE_SEGMENTS
-from prior.featurestore.storage_options import resolve as resolve_storage_options
-from prior.featurestore.tensors import flatten, read_flat_files, write_flat
-from prior.layouts.kinds import Layout
-from prior.layouts.kinds import from_json as layout_from_json
-from prior.layouts.kinds import to_json as layout_json
-from prior.layouts.ragged import Ragged
+from prior.featurestore.frame import build_frame, pair_texts, view_entries
+from prior.featurestore.paths import default_store
+from prior.featurestore.scan import scan_frame
+from prior.featurestore.segments import (
+    FORMAT,
+    PARSE_COLUMNS,
+    EntryInfo,
+    FeatureData,
+    Resource,
+    SegmentStore,
+    indexed_items,
+    make_entry,
+)
+from prior.featurestore.selection import Request, select_entry
 
-FORMAT: dict[str, Any] = {"format": "prior-store", "version": 1}
-PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+__all__ = ["FORMAT", "PARSE_COLUMNS", "EntryInfo", "FeatureData", "Resource", "SegmentStore", "Store",
+           "indexed_items", "make_entry", "open_store"]
 
 
-@dataclass(frozen=True)
-class EntryInfo:
-    """A feature entry: what was computed, with which parameters, from which parse.
-
-    ``options`` are the build options (``prior build -o FEATURE.NAME=VALUE``) whose values
-    differ from the feature's defaults: ``{}`` marks the entry a build without ``-o`` makes,
-    the one reads pick when no parameters are given (`prior.featurestore.selection`). ``built_by``
-    is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
-    ``build_args`` are that build's command-line arguments for this entry (``--features dep
-    -o dep.nu=0.25``, ``--embeddings FILE``), replayed in the build command an error prints.
-    ``layout`` says what the values are (`prior.layouts.kinds`), so readers need no feature names.
-    None of these is part of the key: the key is ``name@version`` + params + parse. Entries
-    written before they were recorded have ``options`` None (treated as default).
-    """
-
-    key: str
-    name: str
-    version: int
-    params: dict[str, Any]
-    parse: str | None
-    scope: str  # "sentence" | "pair"
-    components: tuple[str, ...]
-    options: dict[str, Any] | None = None
-    built_by: str | None = None
-    build_args: tuple[str, ...] = ()
-    layout: Layout | None = None
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}@{self.version}"
-
-    @property
-    def is_default(self) -> bool:
-        """Made by a build without options for its feature (entries without a record count as default)."""
-        return not self.options
-
-    def target(self) -> dict[str, Any]:
-        out = {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
-               "parse": self.parse, "scope": self.scope, "components": list(self.components)}
-        if self.options is not None:
-            out["options"] = dict(self.options)
-        if self.built_by is not None:
-            out["built_by"] = self.built_by
-        if self.build_args:
-            out["build_args"] = list(self.build_args)
-        if self.layout is not None:
-            out["layout"] = layout_json(self.layout)
-        return out
-
-    @classmethod
-    def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
-        options = t.get("options")
-        try:
-            layout = layout_from_json(t["layout"]) if t.get("layout") is not None else None
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"entry {t.get('entry')}: its recorded layout is unusable ({exc})") from None
-        return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
-                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
-                   options=None if options is None else dict(options), built_by=t.get("built_by"),
-                   build_args=tuple(t.get("build_args", ())), layout=layout)
-
-
-def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
-               components: Sequence[str], *, options: Mapping[str, Any] | None = None,
-               built_by: str | None = None, build_args: Sequence[str] = (),
-               layout: Layout | None = None) -> EntryInfo:
-    if scope not in ("sentence", "pair"):
-        raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
-    return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
-                     params=dict(params), parse=parse, scope=scope, components=tuple(components),
-                     options=None if options is None else dict(options), built_by=built_by,
-                     build_args=tuple(build_args), layout=layout)
-
-
-@dataclass
-class FeatureData:
-    """Every committed item of one entry, in memory: per component one `Ragged` array.
-
-    ``get(key)`` returns component → array views (no copies). A key written twice (two
-    concurrent builds) resolves to its first committed copy.
-    """
-
-    entry: EntryInfo
-    keys: np.ndarray
-    index: dict[str, int]
-    components: dict[str, Ragged]
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.index
-
-    def array(self, component: str, i: int) -> np.ndarray:
-        return self.components[component].get(i)
-
-    def get(self, key: str) -> dict[str, np.ndarray]:
-        try:
-            i = self.index[key]
-        except KeyError:
-            raise NotFoundError(f"{self.entry.spec} (entry {self.entry.key}) has no item for key {key}") from None
-        return {comp: self.array(comp, i) for comp in self.entry.components}
-
-    def positions(self, keys: Sequence[str]) -> np.ndarray:
-        """Row of each key in this table, -1 where absent."""
-        return np.fromiter((self.index.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
-
-
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    key: str
-    table: pa.Table
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
-
-
-def _reach_hint(location: str) -> str:
-    """What to check when a store at a URL cannot be reached (nothing for a local directory)."""
-    if "://" not in location or location.startswith("file://"):
-        return ""
-    return ("; check the URL, the endpoint and the credentials: fsspec storage options go in "
-            "--storage-option KEY=VALUE or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, secret=…, anon=true)")
-
-
-def _frame(table: pa.Table) -> pl.DataFrame:
-    """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
-def _source_of(segment: Segment) -> str:
-    """A pairs segment's source: the file's checksum and the options it was read with."""
-    return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
-
-
-def _read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """A committed Parquet file (checked against its record on its first read in this process);
-    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback."""
-    # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
-    # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
-    wanted = list(columns) if columns else None
-    try:
-        if not is_verified(fs, segment, inner):
-            with pq.ParquetFile(pa.BufferReader(read_checked(fs, segment, inner))) as pf:
-                return pf.read(columns=wanted)
-        rel = f"{segment.folder}/{inner}"
-        if fs.local:
-            with pq.ParquetFile(fs.path(rel)) as pf:
-                return pf.read(columns=wanted)
-        with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-            return pf.read(columns=wanted)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-def _read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
-    recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
-    decoded from the checked bytes; the group's other arrays are not read. A group that still
-    cannot be decoded is a `StoreError` naming the segment."""
-    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
-    for name in names:
-        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
-    try:
-        return read_flat_files(files, names)
-    except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
-        raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
-    """A feature segment's items of ``component``: its flat array with the offsets and shapes
-    of the segment's index (`prior.featurestore.tensors`)."""
-    def column(part: str) -> np.ndarray:
-        return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
-
-    return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
-
-
-def _write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
-    fs.makedirs(rel.rsplit("/", 1)[0])
-    with fs.open(rel, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-
-
-def _parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
-    """A segment's ``write`` for one Parquet file."""
-    def write(folder: str) -> list[str]:
-        _write_parquet(fs, f"{folder}/{name}", table)
-        return [name]
-
-    return write
-
-
-class Store:
+class Store(SegmentStore):
     """A feature store at a directory or fsspec URL. Cheap to open; reads the catalog lazily.
 
     Writers (``write_*``) each produce one segment and commit it; they may run in any process
     that can reach the store (Dask workers do). Readers see committed segments only.
     """
-
-    def __init__(self, location: str | os.PathLike[str], *, create: bool = True, lease: str | None = None,
-                 storage_options: Mapping[str, Any] | None = None) -> None:
-        #: the fsspec options this store was opened with (secrets included: never printed)
-        self.storage_options = resolve_storage_options(storage_options)
-        self.location = os.fspath(location)
-        self.lease = lease  # writes claim their segments under this lease and commit only while it lives
-        try:
-            self.fs = StoreFS(location, self.storage_options)
-            self.location = self.fs.url
-            self._open(create)
-        except PriorError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a backend's error (permissions, credentials): one line
-            if hasattr(self, "fs") and not self.fs.local:
-                # fsspec keeps filesystem instances, with the credentials they found, for reuse:
-                # a retry in this process (credentials set meanwhile) must start afresh
-                type(self.fs.fs).clear_instance_cache()
-            raise StoreError(f"cannot {'open or create' if create else 'open'} the store at {self.location} "
-                             f"({_one_line(exc)}){_reach_hint(self.location)}") from None
-        self._segments: list[Segment] | None = None
-
-    def _open(self, create: bool) -> None:
-        if not self.fs.exists("STORE.json"):
-            started = self.fs.exists("catalog") or self.fs.exists(SEGMENTS)
-            if not create:
-                if started:
-                    raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
-                                     f"was interrupted; rerun `prior build` with that build's --dataset and "
-                                     f"--store {self.location} to continue it")
-                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build --dataset` (a name "
-                                    f"from `prior datasets`, or a file) `--store {self.location}`")
-            self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
-            self.fs.makedirs("catalog")
-            self.fs.makedirs(SEGMENTS)
-            return
-        try:
-            fmt = json.loads(self.fs.read_bytes("STORE.json"))
-            known = fmt.get("format") == FORMAT["format"] and int(fmt.get("version", 0)) <= FORMAT["version"]
-        except (ValueError, TypeError, AttributeError):
-            raise StoreError(f"{self.location}/STORE.json is damaged; restore it as {json.dumps(FORMAT)}") from None
-        if not known:
-            raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
-
-    def __repr__(self) -> str:
-        return f"Store({self.location!r})"
-
-    # ---------------------------------------------------------------- catalog
-    def segments(self, kind: str | None = None, *, refresh: bool = False) -> list[Segment]:
-        if self._segments is None or refresh:
-            self._segments = read_catalog(self.fs)
-        return [s for s in self._segments if kind is None or s.kind == kind]
-
-    def refresh(self) -> None:
-        self._segments = None
-
-    def _write_segment(self, kind: str, target: dict[str, Any], rows: int, write: Callable[[str], Sequence[str]],
-                       meta: dict[str, Any] | None = None) -> Segment:
-        """Make a new segment: claim its id under the lease (if any), ``write(folder)`` its files
-        (returning their names), commit. A folder removed before its commit (a forced gc) is
-        written once more under a new id."""
-        for attempt in (1, 2):
-            sid = new_segment_id()
-            ready = (lambda: check_live(self.fs, self.lease)) if self.lease else None  # type: ignore[arg-type]
-            try:
-                if self.lease:
-                    claim(self.fs, self.lease, sid)
-                required = write(f"{SEGMENTS}/{sid}")
-                segment = commit_segment(self.fs, sid, kind, target, rows, meta, required=required,
-                                         lease=self.lease or "", ready=ready)
-            except SegmentLostError:
-                if attempt == 2:
-                    raise
-                continue
-            except PriorError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a backend's error (credentials expired, disk full): one line
-                raise StoreError(f"cannot write a {kind} segment to the store at {self.location} "
-                                 f"({_one_line(exc)}); what was committed before is kept, rerun to continue"
-                                 f"{_reach_hint(self.location)}") from None
-            if self._segments is not None:
-                self._segments.append(segment)
-            return segment
-        raise AssertionError("unreachable")
-
-    def segment_keys(self, segments: Iterable[Segment]) -> set[str]:
-        """The keys stored in ``segments`` (sentence, parse or feature segments)."""
-        column = {"sentences": ("sentences.parquet", "sent_key"), "parses": ("parses.parquet", "sent_key"),
-                  "feature": ("index.parquet", "key")}
-        keys: set[str] = set()
-        for s in segments:
-            inner, col = column[s.kind]
-            keys.update(_read_parquet(self.fs, s, inner, [col]).column(col).to_pylist())
-        return keys
-
-    # ---------------------------------------------------------------- pairs
-    def write_pairs(self, dataset: str, split: str, table: pa.Table, *, source_sha256: str,
-                    meta: dict[str, Any] | None = None) -> Segment | None:
-        """Record a dataset split's rows (columns: row, pair_key, key_a, key_b, label, id)."""
-        if table.num_rows == 0:
-            return None
-        required = {"row", "pair_key", "key_a", "key_b", "label"}
-        check_name("dataset", dataset)
-        check_name("split", split)
-        if missing := required - set(table.column_names):
-            raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
-        return self._write_segment("pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
-                                   table.num_rows, _parquet_writer(self.fs, "pairs.parquet", table), meta)
-
-    def datasets(self) -> list[tuple[str, str]]:
-        return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
-
-    def split_segments(self, dataset: str, split: str) -> list[Segment]:
-        """The pairs segments a split reads: those of its current source (the file's content
-        and the reading options of its latest build; `prior build --replace` starts a new one)."""
-        segs = [s for s in self.segments("pairs") if s.target["dataset"] == dataset and s.target["split"] == split]
-        if not segs:
-            return []
-        current = _source_of(segs[-1])
-        return [s for s in segs if _source_of(s) == current]
-
-    def pair_rows(self, dataset: str, split: str) -> pl.DataFrame:
-        """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
-        segs = self.split_segments(dataset, split)
-        if not segs:
-            raise NotFoundError(self.missing_split(dataset, split))
-        frames = [_frame(_read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
-        df = pl.concat(frames, how="vertical_relaxed")
-        return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
-
-    def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
-        """One pairs segment's rows."""
-        return _frame(_read_parquet(self.fs, segment, "pairs.parquet"))
-
-    def missing_split(self, dataset: str, split: str) -> str:
-        """Why ``dataset/split`` has no pairs, and the build line that adds it, replayed from
-        what the store recorded of the dataset's other splits (a file's path, ``--name``,
-        columns: a file is read again as the split asked for), or the datasets present."""
-        known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
-        message = f"{self.location} has no pairs of {dataset}/{split} (present: {known})"
-        others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
-        args = [str(a) for a in others[-1].meta.get("build_args") or []] if others else []
-        if not args:
-            return message + f"; build it first with `prior build --dataset` and its name or file (`--name {dataset}`)"
-        return message + "; add it with: " + shlex.join(["prior", "build", *args, "--split", split,
-                                                        "--store", self.location])
-
-    def pairs(self, dataset: str, split: str) -> pl.DataFrame:
-        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
-        Rows whose sentences the store does not hold are a `MissingDataError`, never null texts."""
-        from prior.featurestore.missing import check_held
-
-        rows = self.pair_rows(dataset, split)
-        texts = self.sentences()
-        check_held(self, dataset, split, itertools.chain(rows["key_a"], rows["key_b"]), texts["sent_key"])
-        return (rows.join(texts.rename({"sent_key": "key_a", "text": "text_a"}), on="key_a", how="left")
-                    .join(texts.rename({"sent_key": "key_b", "text": "text_b"}), on="key_b", how="left")
-                    .sort("row"))
-
-    # ---------------------------------------------------------------- sentences and parses
-    def write_sentences(self, keys: Sequence[str], texts: Sequence[str]) -> Segment | None:
-        if not keys:
-            return None
-        table = pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())})
-        return self._write_segment("sentences", {}, len(keys), _parquet_writer(self.fs, "sentences.parquet", table))
-
-    def sentences(self) -> pl.DataFrame:
-        frames = [_frame(_read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
-        if not frames:
-            return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
-        return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
-
-    def sentence_keys(self) -> set[str]:
-        return self.segment_keys(self.segments("sentences"))
-
-    def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
-                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None) -> Segment | None:
-        """One segment of parse records; ``spec`` is the parser's ``--parser`` value (recorded
-        for build hints, not part of the parse id)."""
-        if not keys:
-            return None
-        if len(keys) != len(records):
-            raise StoreError(f"{len(keys)} keys for {len(records)} parse records")
-        columns: dict[str, Any] = {"sent_key": pa.array(keys, pa.string())}
-        for col in PARSE_COLUMNS:
-            typ = pa.list_(pa.int32()) if col == "heads" else pa.list_(pa.string())
-            columns[col] = pa.array([list(r[col]) for r in records], typ)
-        target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
-        return self._write_segment("parses", target, len(keys),
-                                   _parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
-
-    def parse_ids(self) -> dict[str, dict[str, Any]]:
-        """Parse id → parser fingerprint, for every parse in the store."""
-        return {s.target["parse"]: s.target["fingerprint"] for s in self.segments("parses")}
-
-    def parsed_keys(self, parse: str) -> set[str]:
-        return self.segment_keys(s for s in self.segments("parses") if s.target["parse"] == parse)
-
-    def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
-               columns: Sequence[str] | None = None, *, cache: bool = False) -> pl.DataFrame:
-        """Parse records (sent_key + list columns), of ``parse`` or the most recent parse;
-        ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key. ``cache``: keep the
-        segments read in this process's bounded cache and reuse them (`segment_cache`; build
-        workers do, as every feature task reads every parse segment)."""
-        segs = self.segments("parses")
-        if not segs:
-            raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
-                                f"`prior build --dataset` (a name from `prior datasets`, or a file)")
-        if columns is not None and (unknown := set(columns) - set(PARSE_COLUMNS)):
-            raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
-        wanted = None if columns is None else ["sent_key", *columns]
-        parse = parse or segs[-1].target["parse"]
-        keys = None if sentence_keys is None else pl.Series(list(sentence_keys), dtype=pl.String)
-        frames = []
-        for s in segs:
-            if s.target["parse"] != parse:
-                continue
-
-            def load(s: Segment = s) -> pl.DataFrame:
-                return _frame(_read_parquet(self.fs, s, "parses.parquet", wanted))
-
-            frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
-            # filtered per segment: a worker reading one partition's sentences never holds the
-            # whole store's parses at once
-            frames.append(frame if keys is None else frame.filter(pl.col("sent_key").is_in(keys)))
-        if not frames:
-            raise NotFoundError(f"{self.location} has no parse {parse}; present: {sorted(self.parse_ids())}")
-        return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
-
-    # ---------------------------------------------------------------- features
-    def write_feature(self, entry: EntryInfo, keys: Sequence[str],
-                      items: Sequence[Mapping[str, np.ndarray]]) -> Segment | None:
-        """One segment of an entry: ``items[i]`` maps every component to key i's array."""
-        if not keys:
-            return None
-        if len(keys) != len(items):
-            raise StoreError(f"{entry.spec}: {len(keys)} keys for {len(items)} items")
-        columns: dict[str, Any] = {"key": pa.array(keys, pa.string())}
-        flats = {}
-        for comp in entry.components:
-            check_name("component", comp)
-            try:
-                arrays = [np.asarray(item[comp]) for item in items]
-            except KeyError:
-                raise StoreError(f"{entry.spec}: an item lacks component {comp!r}") from None
-            flats[comp], index_cols = flatten(comp, arrays)
-            columns.update({k: pa.array(v) for k, v in index_cols.items()})
-
-        def write(folder: str) -> list[str]:
-            write_flat(self.fs, f"{folder}/arrays", flats)
-            _write_parquet(self.fs, f"{folder}/index.parquet", pa.table(columns))
-            return ["index.parquet", "arrays/zarr.json"]
-
-        return self._write_segment("feature", entry.target(), len(keys), write,
-                                   {"dtypes": {c: str(f.dtype) for c, f in flats.items()}})
-
-    def entries(self, name: str | None = None) -> list[EntryInfo]:
-        """Entries present, oldest first (by their first segment)."""
-        seen: dict[str, EntryInfo] = {}
-        for s in self.segments("feature"):
-            if name is None or s.target["name"] == name:
-                seen.setdefault(s.target["entry"], EntryInfo.from_target(s.target))
-        return list(seen.values())
 
     def find_entry(self, name: str, *, params: Mapping[str, Any] | None = None, parse: str | None = None,
                    version: int | None = None, entry: str | None = None, dataset: str | None = None,
@@ -529,91 +48,20 @@ class Store:
         """The entry of feature ``name`` a read with these arguments uses (`prior.featurestore.selection`):
         the default entry unless ``params`` or ``entry`` (a key prefix) say otherwise; with
         ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates."""
-        from prior.featurestore.selection import Request, select_entry
-
         return select_entry(self, name, dataset=dataset, split=split, version=version,
                             request=Request(params=params, entry=entry, parse=parse))
 
     def select(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
                entry: str | None = None, parse: str | None = None) -> list[EntryInfo]:
         """The entries ``frame(feature, …)`` with the same arguments reads (a view reads several)."""
-        from prior.featurestore.frame import view_entries
-
         return view_entries(self, feature, dataset=dataset, split=split, params=params, entry=entry,
                             parse=parse)
 
-    def existing_keys(self, entry: EntryInfo | str) -> set[str]:
-        key = entry if isinstance(entry, str) else entry.key
-        return self.segment_keys(s for s in self.segments("feature") if s.target["entry"] == key)
+    def pairs(self, dataset: str, split: str) -> pl.DataFrame:
+        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
+        Rows whose sentences the store does not hold are a `MissingDataError`, never null texts."""
+        return pair_texts(self, dataset, split)
 
-    def load_feature(self, entry: EntryInfo | str) -> FeatureData:
-        """All committed items of an entry, in memory (a few hundred bytes per item)."""
-        key = entry if isinstance(entry, str) else entry.key
-        segs = [s for s in self.segments("feature") if s.target["entry"] == key]
-        if not segs:
-            raise NotFoundError(f"{self.location} has no feature entry {key}")
-        info = EntryInfo.from_target(segs[0].target)
-        parts_keys = []
-        parts: dict[str, list[Ragged]] = {c: [] for c in info.components}
-        for s in segs:
-            idx = _read_parquet(self.fs, s, "index.parquet")
-            arrays = _read_arrays(self.fs, s, info.components)
-            parts_keys.append(np.asarray(idx.column("key").to_pylist(), dtype=object))
-            for c in info.components:
-                parts[c].append(indexed_items(idx, arrays, c))
-        all_keys = np.concatenate(parts_keys)
-        index: dict[str, int] = {}
-        for i, k in enumerate(all_keys):
-            index.setdefault(k, i)
-        return FeatureData(entry=info, keys=all_keys, index=index,
-                           components={c: Ragged.concat(p) for c, p in parts.items()})
-
-    # ---------------------------------------------------------------- resources
-    def write_resource(self, kind: str, table: pa.Table, *, arrays: Mapping[str, np.ndarray] | None = None,
-                       meta: Mapping[str, Any] | None = None) -> str:
-        """Store a content-keyed resource (an IDF table, a vocabulary + vectors); idempotent."""
-        arrays = dict(arrays or {})
-        sink = io.BytesIO()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        parts = [kind.encode(), sink.getvalue(), keymod.canonical_json(dict(meta or {})).encode()]
-        for name in sorted(arrays):
-            a = np.ascontiguousarray(arrays[name])
-            parts += [name.encode(), str(a.dtype).encode(), str(a.shape).encode(), a.tobytes()]
-        key = keymod.digest(b"\x00".join(parts))
-        if any(s.target["key"] == key for s in self.segments("resource")):
-            return key
-        shapes = {check_name("array", name): list(np.shape(a)) for name, a in arrays.items()}
-
-        def write(folder: str) -> list[str]:
-            _write_parquet(self.fs, f"{folder}/table.parquet", table)
-            if not arrays:
-                return ["table.parquet"]
-            write_flat(self.fs, f"{folder}/arrays", {n: np.ascontiguousarray(a).ravel() for n, a in arrays.items()})
-            return ["table.parquet", "arrays/zarr.json"]
-
-        self._write_segment("resource", {"key": key, "kind": kind, "meta": dict(meta or {}), "shapes": shapes},
-                            table.num_rows, write)
-        return key
-
-    def find_resources(self, kind: str, **meta: Any) -> list[str]:
-        return [s.target["key"] for s in self.segments("resource")
-                if s.target["kind"] == kind and all(s.target["meta"].get(k) == v for k, v in meta.items())]
-
-    def read_resource(self, key: str) -> Resource:
-        for s in self.segments("resource"):
-            if s.target["key"] == key:
-                table = _read_parquet(self.fs, s, "table.parquet")
-                shapes = s.target.get("shapes", {})
-                flats = _read_arrays(self.fs, s, list(shapes)) if shapes else {}
-                try:
-                    arrays = {n: flats[n].reshape(shapes[n]) for n in shapes}
-                except (ValueError, TypeError) as exc:
-                    raise damaged(s, "arrays/", f"does not have the recorded shapes ({exc})") from None
-                return Resource(kind=s.target["kind"], key=key, table=table, arrays=arrays, meta=s.target["meta"])
-        raise NotFoundError(f"{self.location} has no resource {key}")
-
-    # ---------------------------------------------------------------- views
     def frame(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
               entry: str | None = None, parse: str | None = None) -> pl.DataFrame:
         """One row per pair: texts, label, both parses and the feature's matrices (nested lists).
@@ -621,8 +69,6 @@ class Store:
         The entry read is the feature's default one unless ``params`` (e.g.
         ``{"preset": "uerbert-code"}``) or ``entry`` (a key prefix) pick another; it must hold
         every pair of the split (`prior.featurestore.selection`; `select` tells which entries)."""
-        from prior.featurestore.frame import build_frame
-
         return build_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry,
                            parse=parse)
 
@@ -631,12 +77,7 @@ class Store:
         """``frame(…)`` with the same arguments as a Polars LazyFrame: ``collect()`` gives the same
         frame, and a query reads only the segments and Parquet columns its filter and columns
         need (`prior.featurestore.scan`). The entry is selected, and bad arguments fail, here."""
-        from prior.featurestore.scan import scan_frame
-
         return scan_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse)
-
-    def size_bytes(self) -> int:
-        return sum(f["size"] for s in self.segments() for f in s.files.values())
 
 
 def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True,
@@ -646,8 +87,5 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
     ``storage_options``: fsspec options for a URL (``{"endpoint_url": …, "key": …, "secret": …}``
     for S3); None reads them from ``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.storage_options`).
     A store that cannot be reached or read is a one-line `StoreError`, raised here."""
-    if location is None:
-        from prior.featurestore.paths import default_store
-
-        location = default_store()
-    return Store(location, create=create, lease=lease, storage_options=storage_options)
+    return Store(location if location is not None else default_store(), create=create, lease=lease,
+                 storage_options=storage_options)

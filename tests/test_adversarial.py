@@ -299,11 +299,11 @@ def _gc_during_build(tmp_path: Path, name: str, workers: int = 2) -> tuple[int, 
 def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build(tmp_path, monkeypatch):
     """Deterministic form of the race: a forced gc, then a plain one, runs between writing each
     segment's files and committing them (the moment a forced gc can remove uncommitted files)."""
-    import prior.featurestore.store as store_module
+    import prior.featurestore.segments as segments_module
 
     build(_opts(tmp_path / "clean", limit=24))
     location = tmp_path / "raced"
-    commit = store_module.commit_segment
+    commit = segments_module.commit_segment
     rounds, refusals = [0], [0]
 
     def gc_then_commit(*args: Any, **kwargs: Any) -> Any:
@@ -314,7 +314,7 @@ def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build
         refusals[0] += 1
         return commit(*args, **kwargs)
 
-    monkeypatch.setattr(store_module, "commit_segment", gc_then_commit)
+    monkeypatch.setattr(segments_module, "commit_segment", gc_then_commit)
     report = build(_opts(location, limit=24, workers=0, partition_size=3, features=("sdoi",)))
     monkeypatch.undo()
     assert all(stage.failed == 0 for stage in report.stages)

@@ -102,7 +102,7 @@ def _kill_at(n: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
             return real(*args, **kwargs)
         return call
 
-    for name in ("commit_segment", "uncommit", "_write_parquet", "write_flat"):
+    for name in ("commit_segment", "uncommit", "write_parquet", "write_flat"):
         monkeypatch.setattr(compact_module, name, dying(name, getattr(compact_module, name)))
     monkeypatch.setattr(Lease, "release", lambda self: self._stop.set())
     return events
@@ -123,7 +123,7 @@ def test_compact_killed_at_every_write(small_builds: Path, tmp_path: Path, monke
         events = _kill_at(0, m)
         compact_store(open_store(_copy(small_builds, tmp_path / "count")))
     kinds = set(events)
-    assert kinds == {"commit_segment", "uncommit", "_write_parquet", "write_flat"}
+    assert kinds == {"commit_segment", "uncommit", "write_parquet", "write_flat"}
     for n in _kill_points(events, every):
         location = _copy(small_builds, tmp_path / f"kill{n}")
         with monkeypatch.context() as m:
@@ -253,7 +253,7 @@ def dying(real):
             os._exit(137)
         return real(*args, **kwargs)
     return call
-for name in ("commit_segment", "uncommit", "_write_parquet", "write_flat"):
+for name in ("commit_segment", "uncommit", "write_parquet", "write_flat"):
     setattr(compact_module, name, dying(getattr(compact_module, name)))
 compact_module.compact_store(open_store(sys.argv[1], create=False))
 """

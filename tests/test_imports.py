@@ -34,12 +34,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 #: circles that exist today, each as the set of modules of one strongly connected component;
 #: a component found must lie inside one of these (a smaller circle is fine)
 KNOWN_CIRCLES: list[frozenset[str]] = [
-    # the store's two jobs: Store's query methods import selection, frame and scan lazily, which
-    # name Store's types (and scan imports its private readers); removed by putting a segment
-    # layer under both (missing, which names what a read lacks and the build that restores it,
-    # reads through Store and renders through selection: the same two jobs)
-    frozenset({"prior.featurestore.store", "prior.featurestore.scan", "prior.featurestore.selection", "prior.featurestore.frame",
-               "prior.featurestore.missing"}),
     # startup's parser-spec check imports spacy_backend lazily (find_spacy_model, needs_torch) and
     # spacy_backend imports startup's import_spacy lazily; removed with the one parser-spec parser
     frozenset({"prior.pipeline.startup", "prior.pipeline.parsers.spacy_backend"}),

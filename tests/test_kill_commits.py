@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import prior.featurestore.store as store_module
+import prior.featurestore.segments as segments_module
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import verify_store
 from prior.pipeline.build import BuildOptions, build
@@ -49,23 +49,23 @@ def frames(location: Path, features: tuple[str, ...] = ("sdoi",)) -> dict[tuple[
 def _commit_kinds(location: Path, **kw: Any) -> list[str]:
     """The kinds of the segments a clean build commits, in order."""
     kinds: list[str] = []
-    commit = store_module.commit_segment
+    commit = segments_module.commit_segment
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         segment = commit(*args, **kwargs)
         kinds.append(segment.kind)
         return segment
 
-    store_module.commit_segment = spy  # type: ignore[assignment]
+    segments_module.commit_segment = spy  # type: ignore[assignment]
     try:
         build(_opts(location, **kw))
     finally:
-        store_module.commit_segment = commit
+        segments_module.commit_segment = commit
     return kinds
 
 
 def _killed_after(n: int, location: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> None:
-    commit = store_module.commit_segment
+    commit = segments_module.commit_segment
     done = [0]
 
     def commit_then_die(*args: Any, **kwargs: Any) -> Any:
@@ -75,7 +75,7 @@ def _killed_after(n: int, location: Path, monkeypatch: pytest.MonkeyPatch, **kw:
             raise _Killed
         return segment
 
-    monkeypatch.setattr(store_module, "commit_segment", commit_then_die)
+    monkeypatch.setattr(segments_module, "commit_segment", commit_then_die)
     with pytest.raises(_Killed):
         build(_opts(location, **kw))
     monkeypatch.undo()
@@ -97,16 +97,16 @@ def test_kill_after_every_commit_of_a_three_split_build_then_rerun_equals_clean(
 
 _SUBPROCESS = """
 import os, sys
-import prior.featurestore.store as store_module
+import prior.featurestore.segments as segments_module
 from prior.pipeline.build import BuildOptions, build
-commit, n, done = store_module.commit_segment, int(sys.argv[2]), [0]
+commit, n, done = segments_module.commit_segment, int(sys.argv[2]), [0]
 def commit_then_die(*args, **kwargs):
     segment = commit(*args, **kwargs)
     done[0] += 1
     if done[0] == n:
         os._exit(137)
     return segment
-store_module.commit_segment = commit_then_die
+segments_module.commit_segment = commit_then_die
 build(BuildOptions(dataset="rte", splits=("dev", "test", "train"), features=("sdoi", "wup"), store=sys.argv[1],
                    parser="spacy", limit=8, workers=0, progress=False, partition_size=4))
 """

@@ -305,10 +305,10 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
     """A build of 20 SICK pairs on S3 that dies right before its ``after + 1``-th parse commit,
     its segment files written, leaving what a killed process leaves: its lease (never renewed
     again) and claims, and an uncommitted segment folder."""
-    import prior.featurestore.store as store_module
+    import prior.featurestore.segments as segments_module
     from prior.featurestore.lease import Lease
 
-    commit, commits = store_module.commit_segment, [0]
+    commit, commits = segments_module.commit_segment, [0]
 
     def dies(*args: Any, **kwargs: Any) -> Any:
         if args[2] == "parses":
@@ -318,7 +318,7 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
         return commit(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(store_module, "commit_segment", dies)
+        patch.setattr(segments_module, "commit_segment", dies)
         patch.setattr(Lease, "release", lambda self: self._stop.set())
         with pytest.raises(_Killed):
             build(_opts(url, **KILLED, storage_options=s3.options()))

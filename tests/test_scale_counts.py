@@ -17,7 +17,7 @@ import pytest
 
 import prior.featurestore.catalog as catalog_module
 import prior.featurestore.fs as fs_module
-import prior.featurestore.store as store_module
+import prior.featurestore.segments as segments_module
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import store_info, verify_store
 from prior.pipeline.build import build
@@ -49,14 +49,14 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         counter["records" if rel.startswith("catalog/") else "other"] += 1
         return read_bytes(self, rel)
 
-    read_parquet = store_module._read_parquet
+    read_parquet = segments_module.read_parquet
 
     def counted_parquet(fs: Any, segment: Any, inner: str, columns: Any = None) -> Any:
         counter[f"files:{segment.kind}"] += 1
         return read_parquet(fs, segment, inner, columns)
 
     monkeypatch.setattr(fs_module.StoreFS, "read_bytes", counted_read)
-    monkeypatch.setattr(store_module, "_read_parquet", counted_parquet)
+    monkeypatch.setattr(segments_module, "read_parquet", counted_parquet)
     catalog_module._RECORDS.clear()
     yield counter
     catalog_module._RECORDS.clear()
