@@ -40,9 +40,6 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
     # reads through Store and renders through selection: the same two jobs)
     frozenset({"prior.featurestore.store", "prior.featurestore.scan", "prior.featurestore.selection", "prior.featurestore.frame",
                "prior.featurestore.missing"}),
-    # startup's parser-spec check imports spacy_backend lazily (find_spacy_model, needs_torch) and
-    # spacy_backend imports startup's import_spacy lazily; removed with the one parser-spec parser
-    frozenset({"prior.pipeline.startup", "prior.pipeline.parsers.spacy_backend"}),
 ]
 
 #: (importing module, imported module) pairs that break the layer table today

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore.catalog import CATALOG, record_checksum
-from prior.featurestore.selection import loads_code
+from prior.featurestore.parser_spec import loads_code
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
