@@ -43,10 +43,7 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
 ]
 
 #: (importing module, imported module) pairs that break the layer table today
-KNOWN_LAYER_BREAKS: set[tuple[str, str]] = {
-    # predict's default feature builder; to be wired on the CLI side
-    ("prior.trainers.predict", "prior.pipeline.predict"),
-}
+KNOWN_LAYER_BREAKS: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:
