@@ -205,9 +205,9 @@ class Predictor:
     def _run(self, *, pairs: Sequence[tuple[str, str]] | None = None, file: Path | None = None,
              text_a: str = "sentence1", text_b: str = "sentence2", progress: bool = False) -> Predictions:
         built = self._builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
-                        file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
-                        workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
-                        recorded_in=self.recorded_in, storage_options=self.storage_options)
+                              file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
+                              workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
+                              recorded_in=self.recorded_in, storage_options=self.storage_options)
         store = open_store(built.store, create=False, storage_options=self.storage_options)
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
