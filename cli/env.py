@@ -100,7 +100,7 @@ def spacy_model_line() -> str:
     """The spaCy English package the parsers and taggers load (the first installed of
     ``MODEL_NAMES``) and its version, or why none can be."""
     from prior.featurestore.errors import PriorError
-    from prior.pipeline.parsers.spacy_backend import find_spacy_model
+    from prior.pipeline.parsers.spacy_models import find_spacy_model
 
     try:
         name = find_spacy_model()

@@ -1,4 +1,6 @@
-"""`prior predict`: only parses options and calls :func:`prior.trainers.predict.load_model`."""
+"""`prior predict`: only parses options and calls :func:`prior.trainers.predict.load_model` with
+the pipeline's pair builder (:func:`prior.pipeline.predict.build_pairs`): the CLI wires the two
+layers, since `trainers` never imports `pipeline`."""
 
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ def predict_cmd(
     """Predict sentence pairs with a trained checkpoint: from --a/--b, --file, or JSON lines on
     standard input ({"a": ..., "b": ...}); writes the label and class probabilities (or the
     score) of each pair with its key."""
+    from prior.pipeline.predict import build_pairs
     from prior.trainers.predict import load_model
 
     if (a is None) != (b is None):
@@ -104,6 +107,7 @@ def predict_cmd(
             raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
     model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers,
+                       builder=build_pairs,
                        storage_options=storage_options(storage_option) if storage_option else None)
     if file is not None:
         run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)

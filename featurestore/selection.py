@@ -32,14 +32,13 @@ that do hold them, with the ``--parser`` value that picks each.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prior.featurestore.errors import NotFoundError
+from prior.featurestore.parser_spec import loads_code, recorded_spec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -186,23 +185,6 @@ def pairs_build_args(store: SegmentStore, dataset: str, split: str | None) -> li
     return args
 
 
-_PACKAGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-
-
-def loads_code(spec: str) -> bool:
-    """Whether the ``--parser`` value ``spec`` would load something that can run code (a supar
-    file or a published supar model name: a pickle), judged from its text and one directory
-    test, opening no file. ``spacy``, ``spacy:<package name>``, ``biaffine`` (the shipped
-    model) and ``biaffine:<directory>`` (a model exported as safetensors + JSON) do not. A
-    spec a store or a checkpoint recorded may be used only when this is false."""
-    name, sep, arg = spec.partition(":")
-    if name == "spacy":
-        return bool(sep) and not _PACKAGE_NAME.fullmatch(arg)
-    if name == "biaffine":
-        return bool(sep) and not (arg and Path(arg).expanduser().is_dir())
-    return True
-
-
 def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
     """The ``--parser`` value that reproduces ``parse`` (default: the store's latest parse)."""
     segs = store.segments("parses")
@@ -210,10 +192,7 @@ def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
         segs = [s for s in segs if s.target["parse"] == parse]
     if not segs:
         return None
-    target = segs[-1].target
-    if target.get("spec"):
-        return str(target["spec"])
-    return "spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None
+    return recorded_spec(segs[-1].target)
 
 
 def feature_args(entry: EntryInfo | None, name: str, built_by: str | None = None,
@@ -362,7 +341,7 @@ def recorded_parsers(store: SegmentStore) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for seg in store.segments("parses"):
         target = seg.target
-        spec = target.get("spec") or ("spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None)
+        spec = recorded_spec(target)
         if target["parse"] not in out or spec:
             out[target["parse"]] = None if spec is None else str(spec)
     return out

@@ -31,12 +31,14 @@ from contextlib import suppress
 from importlib.machinery import ModuleSpec
 from typing import Any
 
+from prior.featurestore.errors import PriorError
+from prior.featurestore.parser_spec import ParserSpec
+from prior.pipeline.parsers.spacy_models import SPACY_WITHOUT_TORCH_ENV, find_spacy_model, needs_torch
+
 ENV = "PRIOR_STARTUP_TUNING"
 TRICKS = ("malloc", "gc-freeze", "no-pandas", "spacy-without-torch")
 #: set (to "1") by `prior build` in the workers of the local cluster it starts for one build
 LOCAL_WORKER_ENV = "PRIOR_LOCAL_WORKER"
-#: set (to "1") in those workers when spaCy should be imported without torch
-SPACY_WITHOUT_TORCH_ENV = "PRIOR_SPACY_WITHOUT_TORCH"
 
 
 def enabled(trick: str) -> bool:
@@ -64,31 +66,11 @@ def local_worker_env(parser_spec: str) -> dict[str, str]:
 
 def _cnn_spacy(parser_spec: str) -> bool:
     """The spaCy parser with a pipeline that needs no torch (not a transformer pipeline)."""
-    name, _, arg = parser_spec.partition(":")
-    if name != "spacy":
-        return False
-    from prior.featurestore.errors import ResourceError
-    from prior.pipeline.parsers.spacy_backend import find_spacy_model, needs_torch
-
     try:
-        return not needs_torch(arg or find_spacy_model())
-    except ResourceError:
-        return False  # the parse stage reports the missing model
-
-
-def import_spacy() -> Any:
-    """``import spacy``, with torch hidden during the import where the build asked for it
-    (``spacy-without-torch``); anywhere else a plain import."""
-    if "spacy" in sys.modules or "torch" in sys.modules or os.environ.get(SPACY_WITHOUT_TORCH_ENV) != "1":
-        import spacy
-
-        return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
-    try:
-        import spacy
-    finally:
-        del sys.modules["torch"]
-    return spacy
+        spec = ParserSpec.parse(parser_spec)
+        return spec.name == "spacy" and not needs_torch(spec.arg or find_spacy_model())
+    except PriorError:
+        return False  # the parse stage reports a malformed spec or the missing model
 
 
 class _HidePandas:

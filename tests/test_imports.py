@@ -34,16 +34,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 #: circles that exist today, each as the set of modules of one strongly connected component;
 #: a component found must lie inside one of these (a smaller circle is fine)
 KNOWN_CIRCLES: list[frozenset[str]] = [
-    # startup's parser-spec check imports spacy_backend lazily (find_spacy_model, needs_torch) and
-    # spacy_backend imports startup's import_spacy lazily; removed with the one parser-spec parser
-    frozenset({"prior.pipeline.startup", "prior.pipeline.parsers.spacy_backend"}),
 ]
 
 #: (importing module, imported module) pairs that break the layer table today
-KNOWN_LAYER_BREAKS: set[tuple[str, str]] = {
-    # predict's default feature builder; to be wired on the CLI side
-    ("prior.trainers.predict", "prior.pipeline.predict"),
-}
+KNOWN_LAYER_BREAKS: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:

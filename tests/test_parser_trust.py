@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore.catalog import CATALOG, record_checksum
-from prior.featurestore.selection import loads_code
+from prior.featurestore.parser_spec import loads_code
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,14 +127,15 @@ def test_python_api_refuses_recorded_and_loads_named_pickle(crafted: dict[str, P
     is the caller's choice and is loaded: the payload runs (which shows the file is a live one)."""
     from prior.featurestore.errors import ResourceError
     from prior.pipeline.parsers import UntrustedParserError
+    from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
 
     with pytest.raises(UntrustedParserError, match="not loaded"):
-        load_model(trained, store=str(tmp_path / "p")).predict([("the cat sat", "a dog ran")])
+        load_model(trained, store=str(tmp_path / "p"), builder=build_pairs).predict([("the cat sat", "a dog ran")])
     assert not crafted["marker"].exists()
     try:
         with pytest.raises(ResourceError, match="cannot load supar model"):
-            load_model(trained, store=str(tmp_path / "p"),
+            load_model(trained, store=str(tmp_path / "p"), builder=build_pairs,
                        parser=f"biaffine:{crafted['evil']}").predict([("the cat sat", "a dog ran")])
         assert crafted["marker"].exists()
     finally:

@@ -125,7 +125,7 @@ def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser)
 
 
 def test_parsers_spacy_transformer_pipelines_keep_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from prior.pipeline.parsers import spacy_backend
+    from prior.pipeline.parsers import spacy_models as spacy_backend
 
     def fake_dir(meta: dict) -> Path:
         d = tmp_path / str(len(list(tmp_path.iterdir())))

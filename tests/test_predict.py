@@ -109,6 +109,7 @@ def test_predict_test_file_gives_eval_labels(trained: tuple[Path, Path, Path], h
 def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, Path], home: Path) -> None:
     store, out, _ = trained
     from prior.featurestore import open_store
+    from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
 
     test = open_store(store).pairs("sick", "test").head(2)
@@ -125,7 +126,7 @@ def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, 
     assert table[0][:5] == ["row", "key", "a", "b", "label"] and table[0][5:] == [f"p_{n}" for n in one["probabilities"]]
     assert table[1][4] == rows[1]["label"]
 
-    model = load_model(out)
+    model = load_model(out, builder=build_pairs)
     predictions = model.predict([(a1, b1), (a2, b2)])
     assert [p.row for p in predictions] == [0, 1] and [p.label for p in predictions] == [r["label"] for r in rows]
     assert predictions[0].probabilities == pytest.approx(one["probabilities"], abs=1e-6)
@@ -138,24 +139,56 @@ def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, 
 def test_predict_reuses_the_store_and_refuses_another_parse(trained: tuple[Path, Path, Path], home: Path,
                                                             tmp_path: Path) -> None:
     from prior.featurestore import open_store
-    from prior.pipeline.predict import PredictMismatchError
+    from prior.pipeline.predict import PredictMismatchError, build_pairs
     from prior.trainers import load_model
 
     _, out, _ = trained
-    model = load_model(out, store=str(tmp_path / "cache"))
+    model = load_model(out, store=str(tmp_path / "cache"), builder=build_pairs)
     model.predict([("A dog runs in the park", "An animal is outside")])
     segments = len(open_store(tmp_path / "cache").segments())
     again = model.predict([("A dog runs in the park", "An animal is outside")])
     assert len(open_store(tmp_path / "cache").segments()) == segments and again[0].row == 0
     # the build's default parser (biaffine) does not give the spaCy parse the model read
     with pytest.raises(PredictMismatchError, match="trained on parse"):
-        load_model(out, store=str(tmp_path / "cache"), parser="biaffine").predict([("a b", "c d")])
+        load_model(out, store=str(tmp_path / "cache"), parser="biaffine",
+                   builder=build_pairs).predict([("a b", "c d")])
+
+
+def test_predict_with_the_callers_builder(trained: tuple[Path, Path, Path], home: Path, tmp_path: Path) -> None:
+    """`load_model` builds new pairs' features with the builder its caller gives (here one that
+    wraps the pipeline's), since `trainers` imports no pipeline code of its own."""
+    from prior.pipeline.predict import build_pairs
+    from prior.trainers import load_model
+    from prior.trainers.predict import Built
+
+    _, out, _ = trained
+    calls: list[tuple[str | None, object]] = []
+
+    def builder(store: str | None, **kw: object) -> Built:
+        calls.append((store, kw["pairs"]))
+        return build_pairs(store, **kw)  # type: ignore[arg-type]
+
+    pair = [("A dog runs in the park", "An animal is outside")]
+    mine = load_model(out, store=str(tmp_path / "s"), builder=builder).predict(pair)
+    assert calls == [(str(tmp_path / "s"), pair)]
+    assert mine == load_model(out, store=str(tmp_path / "s"), builder=build_pairs).predict(pair)
+
+
+def test_predict_without_a_builder_is_a_one_line_error(tmp_path: Path) -> None:
+    """Without ``builder=`` `load_model` says what to pass, before it reads the checkpoint."""
+    from prior.featurestore.errors import PriorError
+    from prior.trainers import load_model
+
+    with pytest.raises(PriorError, match=r"needs builder=") as info:
+        load_model(tmp_path / "no-such-run")
+    assert "\n" not in str(info.value) and "builder=prior.pipeline.predict.build_pairs" in str(info.value)
 
 
 def test_predict_old_checkpoint_without_records(trained: tuple[Path, Path, Path], home: Path, tmp_path: Path) -> None:
     """A checkpoint written before prior.json held entry records and config.json named the
     classes (Hugging Face's LABEL_0, LABEL_1, …): the entries come from the training store,
     the names from prior.json."""
+    from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
 
     _, out, _ = trained
@@ -169,7 +202,8 @@ def test_predict_old_checkpoint_without_records(trained: tuple[Path, Path, Path]
     config["label2id"] = {f"LABEL_{i}": i for i in range(len(config["id2label"]))}
     (old / "config.json").write_text(json.dumps(config))
     pair = [("Two dogs are fighting", "Two dogs are wrestling and hugging")]
-    assert load_model(old, store=str(tmp_path / "s")).predict(pair) == load_model(out, store=str(tmp_path / "s")).predict(pair)
+    assert (load_model(old, store=str(tmp_path / "s"), builder=build_pairs).predict(pair)
+            == load_model(out, store=str(tmp_path / "s"), builder=build_pairs).predict(pair))
 
 
 def test_predict_hf_config_names_the_classes(trained: tuple[Path, Path, Path]) -> None:
@@ -196,19 +230,18 @@ def test_predict_input_errors_are_one_line(trained: tuple[Path, Path, Path], hom
     assert result.exit_code == 1 and 'line 1: expected an object with "a" and "b"' in result.output
 
 
-def test_predict_is_the_one_place_trainers_reach_the_pipeline() -> None:
-    """Training and evaluation read only the store: the one import of `pipeline` in
-    `trainers` is the default pair builder of `load_model`, inside a function."""
+def test_predict_trainers_never_reach_the_pipeline() -> None:
+    """Training, evaluation and prediction read only the store: no module of `trainers` imports
+    `pipeline`, not even inside a function (the CLI hands `load_model` the pipeline's builder)."""
     found = []
     for path in sorted((REPO / "trainers").rglob("*.py")):
         tree = ast.parse(path.read_text())
-        scopes = {id(n): f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f)}
         for node in ast.walk(tree):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if any(n == "prior.pipeline" or n.startswith("prior.pipeline.") for n in names):
-                found.append((path.name, scopes.get(id(node))))
-    assert found == [("predict.py", "_default_builder")]
+                found.append(path.name)
+    assert found == []
 
 
 def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

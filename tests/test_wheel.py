@@ -139,14 +139,15 @@ def test_wheel_installs_and_runs_from_a_folder_with_its_own_pipeline(tmp_path: P
     # the shipped parser scores a few gold sentences
     scores = run(python, "-m", "prior.cli.main", "parser", "eval", few_sentences(project / "few.conllu"))
     assert "parser biaffine: 3 sentences" in scores and "LAS=" in scores
-    # a model trained on that store predicts raw pairs (its pipeline half imported by name)
+    # a model trained on that store predicts raw pairs (the caller hands it the pipeline's pair builder)
     run(prior, "train", "dafa", "--backbone", tiny_mini_backbone(tmp_path / "backbone"), "--dataset", "sick",
         "--store", store, "--output", out, "--epochs", "1", "--batch-size", "8", "--max-length", "64",
         "--limit", "16", "--no-progress")
     (project / "predict.py").write_text(
         "import json, sys\n"
+        "from prior.pipeline.predict import build_pairs\n"
         "from prior.trainers import load_model\n"
-        "model = load_model(sys.argv[1], store=sys.argv[2])\n"
+        "model = load_model(sys.argv[1], store=sys.argv[2], builder=build_pairs)\n"
         "preds = model.predict([('A dog runs in the park', 'An animal is moving'), ('A man cooks', 'Nobody cooks')])\n"
         "print(json.dumps([[p.row, p.label, sorted(p.probabilities or {})] for p in preds]))\n")
     preds = json.loads(run(python, "predict.py", out, tmp_path / "predict-store").strip().splitlines()[-1])

