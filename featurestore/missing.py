@@ -4,7 +4,8 @@ A split's pairs reference sentences by key, and a read joins the pairs with the 
 texts and parses. When a sentences or parses segment is gone (``prior store gc
 --drop-damaged`` dropped it) a join would give nulls; instead every read (`Store.pairs`,
 `Store.frame`, `Store.scan`, the export, the trainers' loader) raises :class:`MissingDataError`:
-one line naming what is missing and the ``prior build`` line that restores it (the build
+one line naming what is missing and the build that restores it (a recipe, written by the
+installed renderer: a ``prior build`` line under the ``prior`` command) (the build
 reads the split's file again for texts it lacks and parses sentences it has no parse of).
 ``verify`` reports such pairs (:func:`incomplete_pairs`) and ``gc --drop-damaged`` prints the
 rebuild lines of what it dropped (:func:`rebuild_lines`).
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from prior.featurestore.errors import NotFoundError, PriorError
+from prior.featurestore.recipe import FeatureRecipe, Recipe, read_recorded, render
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
@@ -23,57 +25,70 @@ if TYPE_CHECKING:
 
 
 class MissingDataError(NotFoundError):
-    """Pairs reference sentences, or sentences a parse, that the store does not hold."""
+    """Pairs reference sentences, or sentences a parse, that the store does not hold;
+    ``recipe``: the build that restores them."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
+
+
+def restore_recipe(store: Store, dataset: str, split: str, *, parse: str | None = None,
+                   entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> Recipe:
+    """The build that restores ``dataset``/``split``'s pairs, sentences and parses (and the items
+    of ``entries``): the split's recorded dataset source, the first entry's feature (else one the
+    store holds, else ``sdoi``, which needs no resources), the parse's parser. ``dropped``: the
+    split's pairs segment that was just dropped, whose record serves when the split has no other."""
+    from prior.featurestore.selection import build_recipe, feature_recipe
+
+    try:
+        entry = entries[0] if entries else next(iter(store.entries()), None)
+        features = [feature_recipe(entry, entry.name) if entry is not None else FeatureRecipe("sdoi")]
+        if store.split_segments(dataset, split):
+            return build_recipe(store, dataset=dataset, split=split, features=features, parse=parse)
+        made = build_recipe(store, dataset=None, split=None, features=features, parse=parse)
+        return _dropped_source(store, dataset, split, dropped).with_(
+            features=made.features, parser=made.parser, store=made.store,
+            recorded_parser_loads_code=made.recorded_parser_loads_code)
+    except PriorError:  # the catalog itself is damaged: a recipe without recorded sources
+        return Recipe(dataset=dataset, split=split, store=store.location)
 
 
 def restore_line(store: Store, dataset: str, split: str, *, parse: str | None = None,
                  entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> str:
-    """The ``prior build`` line that restores ``dataset``/``split``'s pairs, sentences and
-    parses (and the items of ``entries``): the split's recorded dataset arguments, the first
-    entry's feature arguments (else one the store holds, else ``--features sdoi``, which needs
-    no resources), the parse's parser. ``dropped``: the split's pairs segment that was just
-    dropped, whose recorded arguments serve when the split has no other."""
-    from prior.featurestore.selection import build_command, feature_args
-
-    try:
-        entry = entries[0] if entries else next(iter(store.entries()), None)
-        features = feature_args(entry, entry.name) if entry is not None else ["--features", "sdoi"]
-        if store.split_segments(dataset, split):
-            return build_command(store, dataset=dataset, split=split, feature_args=features, parse=parse)
-        return build_command(store, dataset=None, split=None, feature_args=[
-            *_dataset_args(store, dataset, split, dropped), *features], parse=parse)
-    except PriorError:  # the catalog itself is damaged: a line without recorded arguments
-        return f"prior build --dataset {dataset} --split {split} --store {store.location}"
+    """:func:`restore_recipe` as the installed renderer writes it."""
+    return render(restore_recipe(store, dataset, split, parse=parse, entries=entries, dropped=dropped))
 
 
-def _dataset_args(store: Store, dataset: str, split: str, dropped: Segment | None) -> list[str]:
-    """``--dataset … --split S`` for a split whose pairs segments are all gone: the recorded
-    arguments of its dropped segment or of another split of the dataset (with ``--limit``),
-    else the plain name."""
+def _dropped_source(store: Store, dataset: str, split: str, dropped: Segment | None) -> Recipe:
+    """The dataset source of a split whose pairs segments are all gone: the record of its
+    dropped segment or of another split of the dataset (with its row limit), else the plain name."""
     splits = [[dropped]] if dropped is not None else []
     splits += [store.split_segments(dataset, other) for d, other in store.datasets() if d == dataset]
     for segs in splits:
-        args = list(segs[-1].meta.get("build_args", []))
+        recorded = read_recorded(segs[-1].meta)
         limits = [n for s in segs if isinstance(n := s.meta.get("limit"), int)]
-        if args:
-            return [*args, "--split", split, *(["--limit", str(max(limits))] if len(limits) == len(segs) else [])]
-    return ["--dataset", dataset, "--split", split]
+        if recorded is not None and recorded.dataset is not None:
+            return recorded.source().with_(split=split, limit=max(limits) if len(limits) == len(segs) else None)
+    return Recipe(dataset=dataset, split=split)
 
 
 def missing_sentences(store: Store, dataset: str, split: str, count: int,
                       entries: Sequence[EntryInfo] = ()) -> MissingDataError:
+    recipe = restore_recipe(store, dataset, split, entries=entries)
     return MissingDataError(
         f"{store.location}: {count} sentence(s) of {dataset}/{split} are not in the store (their sentences "
         f"segment was dropped or never committed), so their texts would be null; restore them with: "
-        f"{restore_line(store, dataset, split, entries=entries)}")
+        f"{render(recipe)}", recipe=recipe)
 
 
 def missing_parses(store: Store, dataset: str, split: str, parse: str | None, count: int,
                    entries: Sequence[EntryInfo] = ()) -> MissingDataError:
+    recipe = restore_recipe(store, dataset, split, parse=parse, entries=entries)
     return MissingDataError(
         f"{store.location}: {count} sentence(s) of {dataset}/{split} have no parse {str(parse)[:12]} in the "
         f"store (its parses segment was dropped), so their words, heads and tags would be null; restore "
-        f"them with: {restore_line(store, dataset, split, parse=parse, entries=entries)}")
+        f"them with: {render(recipe)}", recipe=recipe)
 
 
 def check_held(store: Store, dataset: str, split: str, keys: Iterable[str], held: Iterable[str], *,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import math
 import signal
@@ -39,6 +38,7 @@ from prior.featurestore.errors import DataError, NotFoundError, PriorError
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
 from prior.featurestore.progress import bars
+from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
@@ -91,23 +91,18 @@ class BuildOptions:
             return {}
         return {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"} | self.columns
 
-    def dataset_args(self, data_dir: Path | None) -> list[str]:
-        """The ``prior build`` arguments that read this dataset again (recorded with its pairs,
-        replayed by the build line an incomplete read prints)."""
+    def source_recipe(self, data_dir: Path | None) -> Recipe:
+        """How this dataset is read again (recorded with its pairs, replayed by the build an
+        incomplete read names): a named dataset or a file's absolute path, the name in the
+        store, the data directory, a file's columns that differ from the defaults."""
         from prior.pipeline.datasets import SPECS
 
         named = self.dataset.lower() in SPECS
-        args = ["--dataset", self.dataset if named else str(Path(self.dataset).expanduser().resolve())]
-        if self.name:
-            args += ["--name", self.name]
-        if data_dir is not None:
-            args += ["--data-dir", str(Path(data_dir).expanduser().resolve())]
-        if not named:
-            defaults = {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"}
-            for key, value in self.columns.items():
-                if value != defaults.get(key):
-                    args += [f"--{key.replace('_', '-')}", "" if value is None else str(value)]
-        return args
+        columns = {} if named else {k: v for k, v in self.columns.items() if v != DEFAULT_COLUMNS.get(k)}
+        return Recipe(dataset=self.dataset if named else str(Path(self.dataset).expanduser().resolve()),
+                      name=self.name or None,
+                      data_dir=None if data_dir is None else str(Path(data_dir).expanduser().resolve()),
+                      columns=columns)
 
 
 @dataclass
@@ -434,7 +429,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
                 meta={"location": data.location, "label_kind": data.label_kind, "labels": list(data.labels),
                       "reader": reader, "limit": options.limit, "rows_read": len(rows),
                       "skipped": skipped, "skip_examples": examples,
-                      "build_args": options.dataset_args(data_dir)})
+                      "recipe": options.source_recipe(data_dir).with_(split=data.split,
+                                                                      limit=options.limit).to_dict()})
         split_pairs[data.split] = triples
         report.splits.append(SplitReport(split=data.split, location=data.location, pairs=len(data.pairs),
                                          new_rows=len(new), skipped=skipped, skip_examples=examples))
@@ -788,11 +784,9 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
 
 def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:
     """What the store records of how an entry was built: its non-default options (``{}``: the
-    default entry reads pick) and the build arguments that make it again."""
+    default entry reads pick) and the recipe part that makes it again (feature, options, inputs)."""
     from prior.pipeline.features.registry import entry_options
 
     chosen = entry_options(feature, options.feature_options.get(built_by, {}))
-    args = ["--features", built_by]
-    for key, value in sorted(chosen.items()):
-        args += ["-o", f"{built_by}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    return {"options": chosen, "build_args": args + feature.build_args()}
+    made = FeatureRecipe(built_by, dict(sorted(chosen.items())), dict(feature.recipe_inputs()))
+    return {"options": chosen, "recipe": Recipe(features=(made,))}

@@ -36,7 +36,7 @@ def test_name_option_names_a_file_dataset(tmp_path: Path) -> None:
     store = open_store(tmp_path / "s", create=False)
     assert store.datasets() == [("mine", "all")]
     meta = store.segments("pairs")[-1].meta
-    assert meta["build_args"][:4] == ["--dataset", str(data.resolve()), "--name", "mine"]
+    assert (meta["recipe"]["dataset"], meta["recipe"]["name"]) == (str(data.resolve()), "mine")
 
 
 def test_two_files_with_one_stem_do_not_share_a_name(tmp_path: Path) -> None:

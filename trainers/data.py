@@ -23,7 +23,8 @@ import torch
 from prior.featurestore import Store
 from prior.featurestore.errors import DataError, PriorError
 from prior.featurestore.frame import gather
-from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_command, select_parse
+from prior.featurestore.recipe import FeatureRecipe, render
+from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_recipe, select_parse
 from prior.featurestore.store import EntryInfo
 from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from prior.layouts.views import VIEWS, column_name, view_of
@@ -273,10 +274,10 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
     if missing:
-        command = build_command(store, dataset=dataset, split=split, parse=parse,
-                                feature_args=["--features", feature or "sdoi"])
+        recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
+                              features=[FeatureRecipe(feature or "sdoi")])
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
-                                  f"have no parse {str(parse)[:12]}; restore them with: {command}")
+                                  f"have no parse {str(parse)[:12]}; restore them with: {render(recipe)}")
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
     parsers = store.parse_ids()
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
