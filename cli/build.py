@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from prior.cli.console import console, friendly_errors, human_bytes
+from prior.cli.key_value import parse_feature_options
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from prior.featurestore.errors import PriorError
 from prior.pipeline.build import DEFAULT_FEATURES
@@ -57,7 +58,6 @@ def build_cmd(
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
     from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, build
-    from prior.pipeline.features.options import parse_feature_options
 
     if dataset is None:
         from prior.pipeline.datasets import SPECS

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from prior.featurestore.recipe import EntryPick, Recipe, set_renderer
@@ -61,8 +62,11 @@ class CommandLines:
         return line + TRUST_NOTE if recipe.recorded_parser_loads_code else line
 
     def entry_pick(self, pick: EntryPick) -> str:
-        options = " ".join(f"-o {pick.feature}.{k}={_value(v)}" for k, v in sorted(pick.options.items()))
+        options = self.options(pick.feature, pick.options)
         return (options + " or " if options else "") + f"--entry {pick.entry}"
+
+    def options(self, feature: str, options: Mapping[str, Any]) -> str:
+        return " ".join(f"-o {feature}.{k}={_value(v)}" for k, v in sorted(options.items()))
 
     def parse_pick(self, parser: str | None, parse: str) -> str:
         return f"--parser {shlex.quote(parser)}" if parser else f"--parse {parse}"

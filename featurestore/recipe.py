@@ -157,6 +157,8 @@ class Renderer(Protocol):
 
     def entry_pick(self, pick: EntryPick) -> str: ...
 
+    def options(self, feature: str, options: Mapping[str, Any]) -> str: ...
+
     def parse_pick(self, parser: str | None, parse: str) -> str: ...
 
 
@@ -170,7 +172,7 @@ class PlainRenderer:
     """Words for library users: what to build, not a command line."""
 
     def recipe(self, recipe: Recipe) -> str:
-        parts = [f"a build of dataset {recipe.dataset or '?'}"]
+        parts = ["a build" + (f" of dataset {recipe.dataset}" if recipe.dataset else "")]
         if recipe.name:
             parts.append(f"named {recipe.name}")
         if recipe.columns:
@@ -192,8 +194,11 @@ class PlainRenderer:
         return " ".join(parts)
 
     def entry_pick(self, pick: EntryPick) -> str:
-        opts = ", ".join(f"{pick.feature}.{k}={_value(v)}" for k, v in sorted(pick.options.items()))
+        opts = self.options(pick.feature, pick.options)
         return (f"options {opts} or " if opts else "") + f"entry {pick.entry}"
+
+    def options(self, feature: str, options: Mapping[str, Any]) -> str:
+        return ", ".join(f"{feature}.{k}={_value(v)}" for k, v in sorted(options.items()))
 
     def parse_pick(self, parser: str | None, parse: str) -> str:
         return f"parser {parser}" if parser else f"parse {parse}"
@@ -214,6 +219,11 @@ def render(recipe: Recipe) -> str:
 
 def render_entry_pick(pick: EntryPick) -> str:
     return _renderer.entry_pick(pick)
+
+
+def render_options(feature: str, options: Mapping[str, Any]) -> str:
+    """A feature's build options as the user gives them."""
+    return _renderer.options(feature, options)
 
 
 def render_parse_pick(parser: str | None, parse: str) -> str:

@@ -287,8 +287,8 @@ class Store:
             if not create:
                 if started:
                     raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
-                                     f"was interrupted; rerun `prior build` with that build's --dataset and "
-                                     f"--store {self.location} to continue it")
+                                     f"was interrupted; rerun `{render(Recipe(store=self.location))}` with that "
+                                     "build's dataset to continue it")
                 raise NotFoundError(f"no feature store at {self.location}; build one with `prior build --dataset` (a name "
                                     f"from `prior datasets`, or a file) `--store {self.location}`")
             self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())

@@ -213,8 +213,8 @@ def test_loads_code_judges_a_spec_from_its_text(spec: str, loads: bool, tmp_path
 def test_a_build_hint_marks_a_recorded_pickle(crafted: dict[str, Path]) -> None:
     """A `prior build` line replayed from the store's records carries the recorded --parser, and
     says it loads a pickle when it does; a --parser the reader gave is printed as given."""
-    from prior.featurestore import open_store
     from prior.cli.recipe import CommandLines
+    from prior.featurestore import open_store
     from prior.featurestore.recipe import FeatureRecipe
     from prior.featurestore.selection import build_recipe, recorded_parsers
 
