@@ -184,7 +184,8 @@ class PlainRenderer:
         for f in recipe.features:
             opts = ", ".join(f"{k}={_value(v)}" for k, v in sorted(f.options.items()))
             inputs = ", ".join(f"{k} {v}" for k, v in f.inputs.items())
-            parts.append(f"feature {f.name}" + "".join(f" ({x})" for x in (opts, inputs) if x))
+            given = "; ".join(x for x in (opts, inputs) if x)
+            parts.append(f"feature {f.name}" + (f" with {given}" if given else ""))
         if recipe.parser:
             parts.append(f"parser {recipe.parser}")
             if recipe.recorded_parser_loads_code:
