@@ -26,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,25 +53,20 @@ DEFAULT_FEATURES = ("dep", "sdoi", "wup")  # every feature of the papers that ne
 
 @dataclass
 class BuildOptions:
-    """Everything a build needs. ``workers=0`` runs in this process (no Dask), for debugging."""
+    """What a build makes: every field changes what the store holds (the dataset and how it is
+    read, the parser, the features and their options). How it runs is :class:`RunOptions`."""
 
     dataset: str
     splits: tuple[str, ...] | None = None
     features: tuple[str, ...] = DEFAULT_FEATURES
-    store: str | None = None
     parser: str = DEFAULT_PARSER
     limit: int | None = None
-    workers: int = 2
-    scheduler: str | None = None
-    partition_size: int = 2000
     data_dir: Path | None = None
     embeddings: Path | None = None
     feature_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     columns: dict[str, Any] = field(default_factory=dict)  # for a file: text_a, text_b, label, label_kind
-    progress: bool = True
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
-    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
     # the Hugging Face hub may give every split the dataset has there, not only those named in
     # ``splits`` (a named split is always looked up there when no local file has it)
     hub: bool = False
@@ -79,9 +74,6 @@ class BuildOptions:
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
-    # by the driver. The workers get the driver's, never read their own environment's.
-    storage_options: dict[str, Any] | None = None
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -103,6 +95,30 @@ class BuildOptions:
                       name=self.name or None,
                       data_dir=None if data_dir is None else str(Path(data_dir).expanduser().resolve()),
                       columns=columns)
+
+
+@dataclass
+class RunOptions:
+    """How a build runs and where it writes; none of these changes what is computed.
+    ``workers=0`` runs in this process (no Dask), for debugging."""
+
+    store: str | None = None
+    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
+    # by the driver. The workers get the driver's, never read their own environment's.
+    storage_options: dict[str, Any] | None = None
+    workers: int = 2
+    scheduler: str | None = None  # an existing Dask scheduler's address
+    partition_size: int = 2000
+    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    progress: bool = True
+
+
+def options_from(**given: Any) -> tuple[BuildOptions, RunOptions]:
+    """``BuildOptions`` and ``RunOptions`` from one set of keyword arguments, each to the class
+    that has the field (scripts and tests that name both kinds at once)."""
+    run_fields = {f.name for f in fields(RunOptions)}
+    run = {k: v for k, v in given.items() if k in run_fields}
+    return BuildOptions(**{k: v for k, v in given.items() if k not in run_fields}), RunOptions(**run)
 
 
 @dataclass
@@ -200,20 +216,20 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
-    def __init__(self, options: BuildOptions) -> None:
-        self.options = options
+    def __init__(self, options: BuildOptions, settings: RunOptions) -> None:
+        self.options, self.settings = options, settings
         self.client: Any = None
         self.cluster: Any = None
 
     def _start(self) -> None:
-        if self.client is not None or (self.options.workers == 0 and not self.options.scheduler):
+        if self.client is not None or (self.settings.workers == 0 and not self.settings.scheduler):
             return
         import dask
         from distributed import Client, LocalCluster
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
-        if self.options.scheduler:
-            self.client = preflight.connect(self.options.scheduler)
+        if self.settings.scheduler:
+            self.client = preflight.connect(self.settings.scheduler)
         else:
             from prior.featurestore.paths import prior_home
 
@@ -222,7 +238,7 @@ class _Runner:
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
             # The workers live for this build only: their start-up is tuned (pipeline/startup.py).
             with dask.config.set(startup.local_cluster_config()), _workers_ignore_ctrl_c():
-                self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
+                self.cluster = LocalCluster(n_workers=self.settings.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR,
                                             env=startup.local_worker_env(self.options.parser))
@@ -254,10 +270,10 @@ class _Runner:
     @property
     def workers(self) -> int:
         """Worker count for partitioning; asks an external scheduler, never starts a local cluster."""
-        if self.options.scheduler:
+        if self.settings.scheduler:
             self._start()
             return max(1, len(self.client.scheduler_info().get("workers", {})))
-        return max(1, self.options.workers)
+        return max(1, self.settings.workers)
 
     def close(self) -> None:
         if self.cluster is not None:  # our own workers only; an external cluster's are left alone
@@ -336,7 +352,7 @@ def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, f
     """What must hold before the first commit (the store's writability was checked by taking
     the lease): an external scheduler answers and its workers have the parser, the features'
     resources and the store; a local build's machine has the features' resources."""
-    if options.scheduler:
+    if runner.settings.scheduler:
         runner._start()
         preflight.check_workers(runner.client, store.location, str(store.lease), options.parser, fingerprint,
                                 features, store.storage_options)
@@ -559,7 +575,7 @@ def _parser_fingerprint(spec: str) -> dict[str, Any]:
     return dict(fingerprint_of(spec))
 
 
-def build(options: BuildOptions) -> BuildReport:
+def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     """Run a build and return its report. Safe to rerun; safe to interrupt.
 
     Steps: check the settings; take the store's lease; tidy what dead builds left; check
@@ -568,21 +584,22 @@ def build(options: BuildOptions) -> BuildReport:
     from prior.pipeline.features.registry import plan_features
 
     t_start = time.perf_counter()
+    run = run or RunOptions()
     _check_settings(options)
-    store = open_store(options.store, storage_options=options.storage_options)  # reachable, credentials valid
-    _check_store_shared(store, options)
+    store = open_store(run.store, storage_options=run.storage_options)  # reachable, credentials valid
+    _check_store_shared(store, run)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
     report.parse = K.parse_id(fingerprint)
-    runner = _Runner(options)
+    runner = _Runner(options, run)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id
     try:
         report.notes += _tidy(store)
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         split_pairs, texts = _ingest(store, options, report)
-        with bars(options.progress) as progress:
+        with bars(run.progress) as progress:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
@@ -629,7 +646,7 @@ def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> N
         s.labels = dict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _check_store_shared(store: Store, options: BuildOptions) -> None:
+def _check_store_shared(store: Store, options: RunOptions) -> None:
     """A store in this process's memory (``memory://``) cannot be written by worker processes:
     each has its own memory, and the build would fail later with parses "missing" from it."""
     if store.fs.in_process and (options.workers > 0 or options.scheduler):
@@ -710,8 +727,8 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     runner.run([(worker.parse_partition,
                  (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                  (lease, known), options.parse_device, store.storage_options), done)
-                for part in _partitions(todo, runner.workers, options.partition_size, weights)])
+                  (lease, known), runner.settings.parse_device, store.storage_options), done)
+                for part in _partitions(todo, runner.workers, runner.settings.partition_size, weights)])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
     store.refresh()
@@ -779,7 +796,7 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
             progress.advance(bar, settled)
 
     return [(worker.feature_partition, _feature_call(store, feature, entry, report.parse, part, known), done)
-            for part in _partitions(todo, runner.workers, options.partition_size)]
+            for part in _partitions(todo, runner.workers, runner.settings.partition_size)]
 
 
 def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:

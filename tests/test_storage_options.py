@@ -74,7 +74,7 @@ def test_unknown_protocol_is_one_line(tmp_path):
 def test_memory_store_with_worker_processes_is_refused_before_any_work(cluster):
     location = f"memory://prior-{uuid.uuid4().hex}"
     with pytest.raises(DataError, match="lives in this process's memory.*each process has its own memory"):
-        build(_opts(location, **cluster))
+        build(*_opts(location, **cluster))
     assert open_store(location, create=False).segments() == []
     result = runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
                                  "--parser", "spacy", "--limit", "5", "--workers", "2", "--store", location])
@@ -84,9 +84,9 @@ def test_memory_store_with_worker_processes_is_refused_before_any_work(cluster):
 
 def test_memory_store_builds_in_process(tmp_path):
     location = f"memory://prior-{uuid.uuid4().hex}"
-    report = build(_opts(location, limit=6))
+    report = build(*_opts(location, limit=6))
     assert report.stage("parse").computed > 0
-    build(_opts(tmp_path / "local", limit=6))
+    build(*_opts(tmp_path / "local", limit=6))
     assert _frame_rows(location) == _frame_rows(tmp_path / "local")
 
 
