@@ -7,12 +7,13 @@ texts and parses. When a sentences or parses segment is gone (``prior store gc
 one line naming what is missing and the build that restores it (a recipe, written by the
 installed renderer: a ``prior build`` line under the ``prior`` command) (the build
 reads the split's file again for texts it lacks and parses sentences it has no parse of).
-``verify`` reports such pairs (:func:`incomplete_pairs`) and ``gc --drop-damaged`` prints the
-rebuild lines of what it dropped (:func:`rebuild_lines`).
+``verify`` reports such pairs (:func:`incomplete_pairs`) and ``gc --drop-damaged`` reports the
+builds that recompute what it dropped (:func:`rebuild_recipes`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -104,8 +105,10 @@ def check_held(store: Store, dataset: str, split: str, keys: Iterable[str], held
     raise missing_parses(store, dataset, split, parse, len(missing), entries)
 
 
-def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) -> list[tuple[str, str, str]]:
-    """(dataset, split, ``verify``'s line) for each current pairs segment whose sentences the
+def incomplete_pairs(store: Store, segments: Sequence[Segment],
+                     skip: set[str]) -> list[tuple[str, str, str, Recipe]]:
+    """(dataset, split, ``verify``'s line, the build that restores them) for each current pairs
+    segment whose sentences the
     store does not hold, or whose sentences lack a parse that a feature entry computed from
     them (so the parse was there and is gone). ``segments``: the committed ones; ``skip``: ids
     of damaged ones (their keys are not read, and what they may hold is not reported again)."""
@@ -137,8 +140,9 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
         keys = set(rows["key_a"].to_list()) | set(rows["key_b"].to_list())
         where = f"segment {seg.id} (pairs {dataset}/{split})"
         if (lost := keys - sentences) and not damaged_sentences:
+            recipe = restore_recipe(store, dataset, split)
             out.append((dataset, split, f"{where}: {len(lost)} of its sentences are not in the store; restore "
-                                        f"them with: {restore_line(store, dataset, split)}"))
+                                        f"them with: {render(recipe)}", recipe))
         for info, have in entries.values():
             if info.parse is None or info.parse in damaged_parses:
                 continue
@@ -148,25 +152,25 @@ def incomplete_pairs(store: Store, segments: Sequence[Segment], skip: set[str]) 
             else:
                 used = keys & have
             if unparsed := used - parsed.get(info.parse, set()):
+                recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info])
                 out.append((dataset, split, f"{where}: {len(unparsed)} of its sentences have no parse "
                                             f"{info.parse[:12]} (entry {info.spec} {info.key[:12]} was computed "
-                                            f"from it); restore it with: "
-                                            f"{restore_line(store, dataset, split, parse=info.parse, entries=[info])}"))
+                                            f"from it); restore it with: {render(recipe)}", recipe))
                 break
     return out
 
 
-def rebuild_lines(store: Store, dropped: Sequence[Segment]) -> list[str]:
-    """After ``gc --drop-damaged`` dropped ``dropped``: the ``prior build`` lines that compute
-    them again, one per split and entry (a rebuild reads and computes only what the store
-    lacks). A dropped feature segment's entry is rebuilt for every split it now lacks items of."""
+def rebuild_recipes(store: Store, dropped: Sequence[Segment]) -> list[Recipe]:
+    """After ``gc --drop-damaged`` dropped ``dropped``: the builds that compute them again, one
+    per split and entry (a rebuild reads and computes only what the store lacks). A dropped
+    feature segment's entry is rebuilt for every split it now lacks items of."""
     from prior.featurestore.selection import Coverage
     from prior.featurestore.store import EntryInfo
 
     store.refresh()
-    lines = [restore_line(store, s.target["dataset"], s.target["split"], dropped=s)
-             for s in dropped if s.kind == "pairs"]
-    lines += [line.split("with: ", 1)[1] for _, _, line in incomplete_pairs(store, store.segments(), set())]
+    recipes = [restore_recipe(store, s.target["dataset"], s.target["split"], dropped=s)
+               for s in dropped if s.kind == "pairs"]
+    recipes += [recipe for *_, recipe in incomplete_pairs(store, store.segments(), set())]
     coverage = Coverage(store)
     for seg in dropped:
         if seg.kind != "feature":
@@ -174,5 +178,6 @@ def rebuild_lines(store: Store, dropped: Sequence[Segment]) -> list[str]:
         entry = EntryInfo.from_target(seg.target)
         for dataset, split in store.datasets():
             if coverage.missing(entry, dataset, split)[0]:
-                lines.append(restore_line(store, dataset, split, parse=entry.parse, entries=[entry]))
-    return list(dict.fromkeys(lines))
+                recipes.append(restore_recipe(store, dataset, split, parse=entry.parse, entries=[entry]))
+    unique = {json.dumps([r.to_dict(), r.recorded_parser_loads_code], sort_keys=True): r for r in recipes}
+    return list(unique.values())

@@ -61,7 +61,12 @@ DEFAULT_PARSER = "biaffine"
 
 
 class EntrySelectionError(NotFoundError):
-    """No single entry of a feature matches what a read asked for."""
+    """No single entry of a feature matches what a read asked for; ``recipe``: the build that
+    makes one, when the message names it."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
 
 
 class AmbiguousEntryError(EntrySelectionError):
@@ -72,12 +77,13 @@ class IncompleteEntryError(EntrySelectionError):
     """The entry asked for lacks some items of the requested split."""
 
     def __init__(self, message: str, *, entry: EntryInfo, missing: int, needed: int, recipe: Recipe) -> None:
-        super().__init__(message)
-        self.entry, self.missing, self.needed, self.recipe = entry, missing, needed, recipe
+        super().__init__(message, recipe=recipe)
+        self.entry, self.missing, self.needed = entry, missing, needed
 
     @property
     def command(self) -> str:
         """The build that adds what is missing, as the installed renderer writes it."""
+        assert self.recipe is not None
         return render(self.recipe)
 
 
@@ -319,6 +325,7 @@ def _not_found(store: Store, name: str, present: Sequence[EntryInfo], request: R
                built_by: str | None) -> EntrySelectionError:
     where = f" that holds {dataset}/{split}" if dataset else ""
     message = f"{store.location} has no {name!r} entry with {request.describe()}{where}"
+    recipe = None
     if present:
         message += f"; present:\n{describe_entries(present, coverage)}"
     else:
@@ -333,7 +340,7 @@ def _not_found(store: Store, name: str, present: Sequence[EntryInfo], request: R
         recipe = build_recipe(store, dataset=dataset, split=split, parse=request.parse,
                               features=[feature_recipe(None, name, built or built_by, request.params)])
         message += f"\nbuild it with\n  {render(recipe)}"
-    return EntrySelectionError(message)
+    return EntrySelectionError(message, recipe=recipe)
 
 
 # --------------------------------------------------------------------------- views
@@ -351,7 +358,12 @@ def split_params(names: Sequence[str], params: Mapping[str, Any] | None,
 
 # --------------------------------------------------------------------------- parses
 class ParseSelectionError(NotFoundError):
-    """No single parse holds the sentences a read without a feature needs."""
+    """No single parse holds the sentences a read without a feature needs; ``recipe``: the
+    build that parses them, when the message names it."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
 
 
 def recorded_parsers(store: Store) -> dict[str, str | None]:
@@ -403,6 +415,7 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
         message = f"{store.location} holds no {asked}"
     # a parse the store holds: its recorded parser (build_recipe marks one that loads a
     # pickle); none: the reader's own --parser
+    recipe = None
     if candidates or parser is not None:
         recipe = build_recipe(store, dataset=dataset, split=split, features=[FeatureRecipe("sdoi")],
                               **({"parse": candidates[0]} if candidates else {"parser": parser}))
@@ -410,7 +423,7 @@ def select_parse(store: Store, keys: Sequence[str], *, parse: str | None = None,
     others = [p for p in recorded if p not in candidates and lacks(p) == 0]
     if others:
         message += f"\nor read a parse that holds {where}:\n{describe_parses(others, recorded)}"
-    raise ParseSelectionError(message)
+    raise ParseSelectionError(message, recipe=recipe)
 
 
 def _made_by(recorded: str | None, parser: str) -> bool:
