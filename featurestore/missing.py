@@ -4,9 +4,9 @@ A split's pairs reference sentences by key, and a read joins the pairs with the 
 texts and parses. When a sentences or parses segment is gone (``prior store gc
 --drop-damaged`` dropped it) a join would give nulls; instead every read (`Store.pairs`,
 `Store.frame`, `Store.scan`, the export, the trainers' loader) raises :class:`MissingDataError`:
-one line naming what is missing and the build that restores it (a recipe, written by the
-installed renderer: a ``prior build`` line under the ``prior`` command) (the build
-reads the split's file again for texts it lacks and parses sentences it has no parse of).
+one line naming what is missing and the build that restores it (its recipe, written by the
+installed renderer: a ``prior build`` line under the ``prior`` command; the build reads the
+split's file again for texts it lacks and parses sentences it has no parse of).
 ``verify`` reports such pairs (:func:`incomplete_pairs`) and ``gc --drop-damaged`` reports the
 builds that recompute what it dropped (:func:`rebuild_recipes`).
 """

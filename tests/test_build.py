@@ -241,3 +241,19 @@ def test_build_on_external_scheduler_equals_local(tmp_path):
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
+
+
+def test_options_split_what_is_built_from_how_it_runs():
+    """What changes a build's results (BuildOptions) and how it runs (RunOptions) share no field;
+    one set of keyword arguments is sorted into the two."""
+    from dataclasses import fields
+
+    from prior.pipeline.build import RunOptions
+
+    what, how = {f.name for f in fields(BuildOptions)}, {f.name for f in fields(RunOptions)}
+    assert not what & how
+    assert {"workers", "scheduler", "partition_size", "parse_device", "storage_options", "progress"} <= how
+    options, run = options_from(dataset="sick", limit=3, store="s", workers=0, partition_size=7)
+    assert (options.dataset, options.limit, run.store, run.workers, run.partition_size) == ("sick", 3, "s", 0, 7)
+    with pytest.raises(TypeError):
+        options_from(dataset="sick", wrokers=1)
