@@ -60,10 +60,10 @@ def stage_rates(report: object) -> tuple[dict, float]:
 
 def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
               parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto") -> dict:
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    report = build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
+    report = build(*options_from(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
                                 limit=limit, workers=workers, scheduler=scheduler, progress=False,
                                 parse_device=parse_device))
     wall, driver_cpu = time.perf_counter() - t0, time.process_time() - cpu0
@@ -93,10 +93,10 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PRIOR_NO_PROGRESS="1"))
         times.append(time.perf_counter() - t0)
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     t0 = time.perf_counter()
-    build(BuildOptions(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
+    build(*options_from(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
                        limit=limit, workers=2, progress=False))
     return {"cli_median_s": round(statistics.median(times), 2), "in_process_s": round(time.perf_counter() - t0, 2)}
 

@@ -80,10 +80,10 @@ def _peak_rss_mib() -> float:
 def run_all(counts: dict[str, dict[str, int]], limit: int | None, workers: int, features: tuple[str, ...],
             parser: str, store: Path, parse_device: str) -> dict[str, Any]:
     """One cold cluster, one build per dataset into ``store``; see module docstring."""
-    from prior.pipeline.build import BuildOptions, _Runner, build
+    from prior.pipeline.build import _Runner, build, options_from
 
     t0 = time.perf_counter()
-    runner = _Runner(BuildOptions(dataset="all", features=features, store=str(store), parser=parser,
+    runner = _Runner(*options_from(dataset="all", features=features, store=str(store), parser=parser,
                                   workers=workers, progress=False, parse_device=parse_device))
     builds = []
     try:
@@ -92,7 +92,7 @@ def run_all(counts: dict[str, dict[str, int]], limit: int | None, workers: int, 
         address = runner.cluster.scheduler_address
         for dataset, splits in counts.items():
             b0 = time.perf_counter()
-            report = build(BuildOptions(dataset=dataset, splits=tuple(splits), features=features, store=str(store),
+            report = build(*options_from(dataset=dataset, splits=tuple(splits), features=features, store=str(store),
                                         parser=parser, limit=limit, workers=workers, scheduler=address,
                                         progress=False, parse_device=parse_device))
             stages, processing = stage_rates(report)

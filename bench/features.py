@@ -45,10 +45,10 @@ PARSER: str | None = None  # --parser; None: the build's default
 
 def _build(store: Path, features: tuple[str, ...], workers: int, pairs: int,
            embeddings: Path | None = None, scheduler: str | None = None) -> Any:
-    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, build
+    from prior.pipeline.build import DEFAULT_PARSER, build, options_from
 
     per_split = -(-pairs // 2)
-    return build(BuildOptions(dataset="snli", splits=("dev", "test"), features=features,
+    return build(*options_from(dataset="snli", splits=("dev", "test"), features=features,
                               store=str(store), limit=per_split, workers=workers,
                               scheduler=scheduler, embeddings=embeddings, progress=False,
                               parser=PARSER or DEFAULT_PARSER))

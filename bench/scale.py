@@ -118,17 +118,17 @@ def build_here(path: Path, store: Path, workers: int, parser: str | None) -> dic
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from build import stage_rates  # bench/build.py
 
-    from prior.pipeline.build import BuildOptions, _Runner, build
+    from prior.pipeline.build import _Runner, build, options_from
 
     opts: dict[str, Any] = dict(dataset=str(path), name=NAME, features=FEATURES, store=str(store),
                                 workers=workers, progress=False)
     if parser:
         opts["parser"] = parser
     t0 = time.perf_counter()
-    runner = _Runner(BuildOptions(**opts))
+    runner = _Runner(*options_from(**opts))
     try:
         runner._start()
-        report = build(BuildOptions(**opts, scheduler=runner.cluster.scheduler_address))
+        report = build(*options_from(**opts, scheduler=runner.cluster.scheduler_address))
         rss = runner.client.run(_peak_rss_mib)
     finally:
         runner.close()

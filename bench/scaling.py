@@ -86,11 +86,11 @@ def _load_parser(spec: str) -> float:
 def worker_startup(workers: int, parser: str, repeat: int) -> dict[str, float]:
     """The build's fixed start-up with ``workers`` local workers: cluster up, then the slowest
     worker's parser load (median over runs)."""
-    from prior.pipeline.build import BuildOptions, _Runner
+    from prior.pipeline.build import _Runner, options_from
 
     clusters, loads = [], []
     for _ in range(repeat):
-        runner = _Runner(BuildOptions(dataset="snli", features=("sdoi",), store="unused", parser=parser,
+        runner = _Runner(*options_from(dataset="snli", features=("sdoi",), store="unused", parser=parser,
                                       workers=workers, progress=False))
         try:
             t0 = time.perf_counter()

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from prior.cli.console import console, friendly_errors, human_bytes
+from prior.cli.key_value import parse_feature_options
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from prior.featurestore.errors import PriorError
 from prior.pipeline.build import DEFAULT_FEATURES
@@ -56,8 +57,7 @@ def build_cmd(
     replace: Annotated[bool, typer.Option("--replace", help="A split the store read from another source or with other columns: replace its rows with this build's (default: refuse).")] = False,
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
-    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, build
-    from prior.pipeline.features.options import parse_feature_options
+    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, RunOptions, build
 
     if dataset is None:
         from prior.pipeline.datasets import SPECS
@@ -67,15 +67,14 @@ def build_cmd(
     feats = _csv(features)
     if not feats:
         raise PriorError(f"--features is empty; name at least one of {', '.join(FEATURE_SETS)}")
-    options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, store=store,
-                           parser=parser or DEFAULT_PARSER, limit=limit, workers=workers, scheduler=scheduler,
-                           data_dir=data_dir, embeddings=embeddings, partition_size=partition_size,
-                           feature_options=parse_feature_options(option or []), parse_device=parse_device.value,
-                           max_words=max_words, hub=hub,
+    options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, parser=parser or DEFAULT_PARSER,
+                           limit=limit, data_dir=data_dir, embeddings=embeddings,
+                           feature_options=parse_feature_options(option or []), max_words=max_words, hub=hub,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
-                                    "label_kind": label_kind}, name=name, replace=replace,
-                           storage_options=storage_options(storage_option))
-    report = build(options)
+                                    "label_kind": label_kind}, name=name, replace=replace)
+    run = RunOptions(store=store, storage_options=storage_options(storage_option), workers=workers,
+                     scheduler=scheduler, partition_size=partition_size, parse_device=parse_device.value)
+    report = build(options, run)
     print_report(report)
 
 

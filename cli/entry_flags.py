@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
+from prior.cli.key_value import key_value
 from prior.featurestore.errors import PriorError
 from prior.layouts.views import VIEWS
-from prior.pipeline.features.options import parse_value
 
 #: names a read may give (for help texts): the registered views, then any other entry name
 READABLE = ", ".join([*VIEWS, "sdoi", "wup", "any other entry name"])
@@ -25,13 +25,6 @@ EntryOpt = Annotated[str | None, typer.Option(
     "--entry", help="Read the entry with this key prefix (see `prior store info`).")]
 
 
-def _key_value(item: str) -> tuple[str, Any]:
-    key, sep, value = item.partition("=")
-    if not sep or not key.strip():
-        raise PriorError(f"expected K=V, got {item!r}")
-    return key.strip(), parse_value(value.strip())
-
-
 def split_dotted(items: Iterable[str], features: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
     """(feature params from ``FEATURE.K=V`` items whose FEATURE is one of ``features``, the other
     items unchanged). An item ``X.K=V`` whose X is no such name is an error: it is neither a
@@ -40,7 +33,7 @@ def split_dotted(items: Iterable[str], features: Iterable[str]) -> tuple[dict[st
     params: dict[str, Any] = {}
     rest: list[str] = []
     for item in items:
-        key, _ = _key_value(item)
+        key, _ = key_value(item)
         prefix, dot, name = key.partition(".")
         if not dot:
             rest.append(item)
@@ -50,14 +43,14 @@ def split_dotted(items: Iterable[str], features: Iterable[str]) -> tuple[dict[st
                              f"({', '.join(sorted(names)) or 'none'}); use FEATURE.K=V with one of those")
         if name in params:
             raise PriorError(f"feature parameter {name} is given twice")
-        params[name] = _key_value(item)[1]
+        params[name] = key_value(item)[1]
     return params, rest
 
 
 def read_params(feature_params: list[str] | None, options: list[str] | None,
                 features: Iterable[str]) -> dict[str, Any] | None:
     """Selection parameters from ``--feature-param K=V`` and ``-o FEATURE.K=V``; None when none."""
-    params = dict(_key_value(item) for item in feature_params or [])
+    params = dict(key_value(item) for item in feature_params or [])
     dotted, plain = split_dotted(options or [], features)
     if plain:
         raise PriorError(f"-o takes FEATURE.K=V here, not {plain[0]!r}")

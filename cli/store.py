@@ -116,6 +116,7 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     """Remove leftovers of interrupted builds (and, if asked, damaged segments)."""
     from prior.featurestore import open_store
     from prior.featurestore.maintenance import gc_store
+    from prior.featurestore.recipe import render
 
     opened = open_store(store, create=False, storage_options=storage_options(storage_option))
     report = gc_store(opened, dry_run=dry_run, drop_damaged=drop_damaged, force=force)
@@ -128,8 +129,8 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     if report.strays:
         console.print(f"not segment folders, left alone: {', '.join(report.strays)}", markup=False)
     console.print(f"{len(report.removed)} path(s), {human_bytes(report.bytes)}" + (" (dry run)" if dry_run else ""))
-    for line in report.rebuild:
-        console.print(f"rebuild what was dropped with: {line}", markup=False, soft_wrap=True)
+    for recipe in report.rebuild:
+        console.print(f"rebuild what was dropped with: {render(recipe)}", markup=False, soft_wrap=True)
 
 
 @app.command("compact")

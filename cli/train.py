@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from prior.cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
+from prior.cli.key_value import read_value, split_item
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
 from prior.featurestore.errors import PriorError
 from prior.trainers.models import MODELS
@@ -35,13 +36,9 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
     """``key=value`` options; values parsed as JSON when they parse (numbers, true, null)."""
     out: dict[str, object] = {}
     for item in pairs or []:
-        key, sep, value = item.partition("=")
-        if not sep:
+        if (split := split_item(item)) is None:
             raise typer.BadParameter(f"expected key=value, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+        out[split[0]] = read_value(split[1])
     return out
 
 

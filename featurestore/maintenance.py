@@ -18,7 +18,8 @@ from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, 
 from prior.featurestore.errors import PriorError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
-from prior.featurestore.missing import incomplete_pairs, rebuild_lines
+from prior.featurestore.missing import incomplete_pairs, rebuild_recipes
+from prior.featurestore.recipe import Recipe
 from prior.featurestore.segments import SegmentStore
 
 
@@ -47,7 +48,7 @@ def store_info(store: SegmentStore) -> StoreInfo:
         parts = [s for s in segs if s.kind == "feature" and s.target["entry"] == e.key]
         entries.append({"entry": e.key, "feature": e.spec, "scope": e.scope, "components": list(e.components),
                         "default": e.is_default, "options": e.options or {}, "built_by": e.built_by,
-                        "build_args": list(e.build_args),
+                        "recipe": e.recipe.to_dict() if e.recipe is not None else {},
                         "params": e.params, "parse": e.parse, "items": sum(p.rows for p in parts),
                         "segments": len(parts), "bytes": sum(f["size"] for p in parts for f in p.files.values())})
     return StoreInfo(
@@ -133,7 +134,7 @@ def verify_store(store: SegmentStore) -> VerifyReport:
         if problems:
             report.damaged_segments.append(seg.id)
     # pairs whose sentences or parses are gone (dropped): damage a rebuild repairs, not a drop
-    for _, _, line in incomplete_pairs(store, scan.segments, set(report.damaged_segments)):
+    for _, _, line, _ in incomplete_pairs(store, scan.segments, set(report.damaged_segments)):
         report.damaged.append(line)
         report.incomplete.append(line)
     uncommitted = [n for n in scan.folders if n not in scan.committed and n not in scan.held()]
@@ -176,7 +177,7 @@ class GcReport:
     kept: list[str] = field(default_factory=list)  # uncommitted folders of live builds, left alone
     builds: list[str] = field(default_factory=list)  # live builds holding the store (gc --force)
     strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder, left alone
-    rebuild: list[str] = field(default_factory=list)  # `prior build` lines that recompute what was dropped
+    rebuild: list[Recipe] = field(default_factory=list)  # the builds that recompute what was dropped
 
 
 def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
@@ -224,10 +225,10 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
             fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
         store.refresh()
     targets = relinked + targets
-    rebuild: list[str] = []
+    rebuild: list[Recipe] = []
     if drop_damaged and not dry_run:
         try:
-            rebuild = rebuild_lines(store, dropped)
+            rebuild = rebuild_recipes(store, dropped)
         except PriorError:  # the store has other damage still: verify names it
             rebuild = []
     kept = sorted(n for n in scan.folders if n in scan.owned and n not in scan.committed)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ from prior.featurestore.errors import NotFoundError, PriorError, SegmentLostErro
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name
+from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.storage_options import resolve as resolve_storage_options
 from prior.featurestore.tensors import flatten, read_flat_files, write_flat
@@ -65,8 +65,8 @@ class EntryInfo:
     differ from the feature's defaults: ``{}`` marks the entry a build without ``-o`` makes,
     the one reads pick when no parameters are given (`prior.featurestore.selection`). ``built_by``
     is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
-    ``build_args`` are that build's command-line arguments for this entry (``--features dep
-    -o dep.nu=0.25``, ``--embeddings FILE``), replayed in the build command an error prints.
+    ``recipe`` is what of a build makes this entry again (its feature, non-default options and
+    input files: `prior.featurestore.recipe`), for the build an error names.
     ``layout`` says what the values are (`prior.layouts.kinds`), so readers need no feature names.
     None of these is part of the key: the key is ``name@version`` + params + parse. Entries
     written before they were recorded have ``options`` None (treated as default).
@@ -81,7 +81,7 @@ class EntryInfo:
     components: tuple[str, ...]
     options: dict[str, Any] | None = None
     built_by: str | None = None
-    build_args: tuple[str, ...] = ()
+    recipe: Recipe | None = None
     layout: Layout | None = None
 
     @property
@@ -100,8 +100,8 @@ class EntryInfo:
             out["options"] = dict(self.options)
         if self.built_by is not None:
             out["built_by"] = self.built_by
-        if self.build_args:
-            out["build_args"] = list(self.build_args)
+        if self.recipe is not None:
+            out["recipe"] = self.recipe.to_dict()
         if self.layout is not None:
             out["layout"] = layout_json(self.layout)
         return out
@@ -116,19 +116,19 @@ class EntryInfo:
         return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
                    parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
                    options=None if options is None else dict(options), built_by=t.get("built_by"),
-                   build_args=tuple(t.get("build_args", ())), layout=layout)
+                   recipe=read_recorded(t, options), layout=layout)
 
 
 def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
                components: Sequence[str], *, options: Mapping[str, Any] | None = None,
-               built_by: str | None = None, build_args: Sequence[str] = (),
+               built_by: str | None = None, recipe: Recipe | None = None,
                layout: Layout | None = None) -> EntryInfo:
     if scope not in ("sentence", "pair"):
         raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
     return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
                      params=dict(params), parse=parse, scope=scope, components=tuple(components),
                      options=None if options is None else dict(options), built_by=built_by,
-                     build_args=tuple(build_args), layout=layout)
+                     recipe=recipe, layout=layout)
 
 
 @dataclass
@@ -292,8 +292,8 @@ class SegmentStore:
             if not create:
                 if started:
                     raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
-                                     f"was interrupted; rerun `prior build` with that build's --dataset and "
-                                     f"--store {self.location} to continue it")
+                                     f"was interrupted; rerun `{render(Recipe(store=self.location))}` with that "
+                                     "build's dataset to continue it")
                 raise NotFoundError(f"no feature store at {self.location}; build one with `prior build --dataset` (a name "
                                     f"from `prior datasets`, or a file) `--store {self.location}`")
             self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
@@ -405,11 +405,10 @@ class SegmentStore:
         known = ", ".join(f"{d}/{s}" for d, s in self.datasets()) or "none"
         message = f"{self.location} has no pairs of {dataset}/{split} (present: {known})"
         others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
-        args = [str(a) for a in others[-1].meta.get("build_args") or []] if others else []
-        if not args:
+        recorded = read_recorded(others[-1].meta) if others else None
+        if recorded is None or recorded.dataset is None:
             return message + f"; build it first with `prior build --dataset` and its name or file (`--name {dataset}`)"
-        return message + "; add it with: " + shlex.join(["prior", "build", *args, "--split", split,
-                                                        "--store", self.location])
+        return message + "; add it with: " + render(recorded.source().with_(split=split, store=self.location))
 
     # ---------------------------------------------------------------- sentences and parses
     def write_sentences(self, keys: Sequence[str], texts: Sequence[str]) -> Segment | None:

@@ -32,13 +32,21 @@ that do hold them, with the ``--parser`` value that picks each.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prior.featurestore.errors import NotFoundError
 from prior.featurestore.parser_spec import loads_code, recorded_spec
+from prior.featurestore.recipe import (
+    EntryPick,
+    FeatureRecipe,
+    Recipe,
+    read_recorded,
+    render,
+    render_entry_pick,
+    render_parse_pick,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,7 +60,12 @@ DEFAULT_PARSER = "biaffine"
 
 
 class EntrySelectionError(NotFoundError):
-    """No single entry of a feature matches what a read asked for."""
+    """No single entry of a feature matches what a read asked for; ``recipe``: the build that
+    makes one, when the message names it."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
 
 
 class AmbiguousEntryError(EntrySelectionError):
@@ -62,9 +75,15 @@ class AmbiguousEntryError(EntrySelectionError):
 class IncompleteEntryError(EntrySelectionError):
     """The entry asked for lacks some items of the requested split."""
 
-    def __init__(self, message: str, *, entry: EntryInfo, missing: int, needed: int, command: str) -> None:
-        super().__init__(message)
-        self.entry, self.missing, self.needed, self.command = entry, missing, needed, command
+    def __init__(self, message: str, *, entry: EntryInfo, missing: int, needed: int, recipe: Recipe) -> None:
+        super().__init__(message, recipe=recipe)
+        self.entry, self.missing, self.needed = entry, missing, needed
+
+    @property
+    def command(self) -> str:
+        """The build that adds what is missing, as the installed renderer writes it."""
+        assert self.recipe is not None
+        return render(self.recipe)
 
 
 @dataclass(frozen=True)
@@ -146,43 +165,33 @@ class Coverage:
         return [f"{d}/{s}" for d, s in self.store.datasets() if self.missing(entry, d, s)[0] == 0]
 
 
-# --------------------------------------------------------------------------- the build line
-def build_command(store: SegmentStore, *, dataset: str | None, split: str | None,
-                  feature_args: Sequence[str], parse: str | None = None, parser: str | None = None) -> str:
-    """The ``prior build`` line that adds a feature's items for a split, from what the store
-    recorded: the split's dataset arguments (a file path, ``--name``, columns), the entry's
-    feature arguments and the parse's parser (``parser``: this ``--parser`` value instead)."""
-    args = ["prior", "build"]
+# --------------------------------------------------------------------------- the build recipe
+def build_recipe(store: SegmentStore, *, dataset: str | None, split: str | None, features: Sequence[FeatureRecipe],
+                 parse: str | None = None, parser: str | None = None) -> Recipe:
+    """The build that adds ``features``' items for a split, from what the store recorded: the
+    split's dataset source (a file path, a name, columns), the features and the parse's parser
+    (``parser``: this parser spec instead)."""
+    recipe = Recipe()
     if dataset is not None:
-        recorded = pairs_build_args(store, dataset, split)
-        args += recorded or ["--dataset", dataset]
-        if split is not None:
-            args += ["--split", split]
-    args += list(feature_args)
+        recipe = (pairs_recipe(store, dataset, split) or Recipe(dataset=dataset)).with_(split=split)
     from_store = parser is None
     parser = parser or parser_spec(store, parse)
-    if parser:
-        args += ["--parser", parser]
-    args += ["--store", store.location]
-    if from_store and parser and loads_code(parser):  # the store, not the reader, named a pickle
-        return shlex.join(args) + ("  # this --parser value comes from the store's records and loads a pickle, "
-                                   "which can run code: run the line only if you made that file")
-    return shlex.join(args)
+    return recipe.with_(features=tuple(features), parser=parser or None, store=store.location,
+                        recorded_parser_loads_code=bool(from_store and parser and loads_code(parser)))
 
 
-def pairs_build_args(store: SegmentStore, dataset: str, split: str | None) -> list[str]:
-    """The ``--dataset …`` arguments the build that wrote a split's pairs was given, and
-    ``--limit`` when every build of its current rows read only a prefix of the file (then the
-    line reads the same rows again instead of the whole file)."""
+def pairs_recipe(store: SegmentStore, dataset: str, split: str | None) -> Recipe | None:
+    """How the build that wrote a split's pairs read its dataset, with the row limit when every
+    build of its current rows read only a prefix of the file (then the recipe reads the same rows
+    again instead of the whole file); None when the store recorded nothing."""
     splits = [split] if split is not None else [s for d, s in store.datasets() if d == dataset][:1]
     current = store.split_segments(dataset, splits[0]) if splits else []
-    if not current:
-        return []
-    args = list(current[-1].meta.get("build_args", []))
+    recorded = read_recorded(current[-1].meta) if current else None
+    if recorded is None or recorded.dataset is None:
+        return None
     limits = [n for s in current if isinstance(n := s.meta.get("limit"), int)]
-    if split is not None and args and len(limits) == len(current):
-        args += ["--limit", str(max(limits))]
-    return args
+    limit = max(limits) if split is not None and len(limits) == len(current) else None
+    return recorded.source().with_(limit=limit)
 
 
 def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
@@ -195,20 +204,17 @@ def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
     return recorded_spec(segs[-1].target)
 
 
-def feature_args(entry: EntryInfo | None, name: str, built_by: str | None = None,
-                 params: Mapping[str, Any] | None = None) -> list[str]:
-    """``--features …`` (and options) that build ``entry``, or a new entry of ``name`` with
-    ``params`` as options when there is none yet (with the view's ``build_hint`` arguments)."""
+def feature_recipe(entry: EntryInfo | None, name: str, built_by: str | None = None,
+                   params: Mapping[str, Any] | None = None) -> FeatureRecipe:
+    """The feature of a build that makes ``entry`` again, or a new entry of ``name`` with
+    ``params`` as options when there is none yet (with the view's ``build_inputs``)."""
     from prior.layouts.views import VIEWS
 
-    if entry is not None and entry.build_args:
-        return list(entry.build_args)
+    if entry is not None and entry.recipe is not None and entry.recipe.features:
+        return entry.recipe.features[0]
     feature = (entry.built_by if entry is not None else None) or built_by or name
-    args = ["--features", feature]
     options = (entry.options or {}) if entry is not None else dict(params or {})
-    for key, value in sorted(options.items()):
-        args += ["-o", f"{feature}.{key}={_show(value)}"]
-    return args + list(VIEWS[name].build_hint if name in VIEWS else ())
+    return FeatureRecipe(feature, dict(options), dict(VIEWS[name].build_inputs) if name in VIEWS else {})
 
 
 # --------------------------------------------------------------------------- selection
@@ -224,10 +230,8 @@ def entries_line(entries: Sequence[EntryInfo]) -> str:
 
 
 def pick_flags(entry: EntryInfo) -> str:
-    """The read flags that select ``entry``: its options, and always its key prefix."""
-    feature = entry.built_by or entry.name
-    options = " ".join(f"-o {feature}.{k}={_show(v)}" for k, v in sorted((entry.options or {}).items()))
-    return (options + " or " if options else "") + f"--entry {entry.key[:12]}"
+    """How a read selects ``entry``: its options, and always its key prefix."""
+    return render_entry_pick(EntryPick(entry.built_by or entry.name, dict(entry.options or {}), entry.key[:12]))
 
 
 def describe_entries(entries: Sequence[EntryInfo], coverage: Coverage) -> str:
@@ -284,14 +288,14 @@ def select_entry(store: SegmentStore, name: str, *, dataset: str | None = None, 
     if target is not None:
         missing, needed = counts[target.key]
         what = "pairs" if target.scope == "pair" else "sentences"
-        command = build_command(store, dataset=dataset, split=split,
-                                feature_args=feature_args(target, name, built_by), parse=target.parse)
+        recipe = build_recipe(store, dataset=dataset, split=split,
+                              features=[feature_recipe(target, name, built_by)], parse=target.parse)
         message = (f"entry {target.spec} {target.key[:12]} ({_label(target)}) lacks {missing} of the {needed} "
-                   f"{what} of {dataset}/{split}; add them with\n  {command}")
+                   f"{what} of {dataset}/{split}; add them with\n  {render(recipe)}")
         others = [e for e in present if e not in found and coverage.missing(e, dataset, split)[0] == 0]
         if others:
             message += f"\nor read an entry that holds {dataset}/{split}:\n{describe_entries(others, coverage)}"
-        raise IncompleteEntryError(message, entry=target, missing=missing, needed=needed, command=command)
+        raise IncompleteEntryError(message, entry=target, missing=missing, needed=needed, recipe=recipe)
     raise _not_found(store, name, present, request, coverage, dataset, split, built_by)
 
 
@@ -300,6 +304,7 @@ def _not_found(store: SegmentStore, name: str, present: Sequence[EntryInfo], req
                built_by: str | None) -> EntrySelectionError:
     where = f" that holds {dataset}/{split}" if dataset else ""
     message = f"{store.location} has no {name!r} entry with {request.describe()}{where}"
+    recipe = None
     if present:
         message += f"; present:\n{describe_entries(present, coverage)}"
     else:
@@ -311,10 +316,10 @@ def _not_found(store: SegmentStore, name: str, present: Sequence[EntryInfo], req
             known = ", ".join(sorted(known_keys(present))) or "none"
             message += f"\n(no {name!r} entry has a parameter {', '.join(unknown)}; known: {known})"
         built = next((e.built_by for e in present if e.built_by), None)
-        command = build_command(store, dataset=dataset, split=split, parse=request.parse,
-                                feature_args=feature_args(None, name, built or built_by, request.params))
-        message += f"\nbuild it with\n  {command}"
-    return EntrySelectionError(message)
+        recipe = build_recipe(store, dataset=dataset, split=split, parse=request.parse,
+                              features=[feature_recipe(None, name, built or built_by, request.params)])
+        message += f"\nbuild it with\n  {render(recipe)}"
+    return EntrySelectionError(message, recipe=recipe)
 
 
 # --------------------------------------------------------------------------- views
@@ -332,7 +337,12 @@ def split_params(names: Sequence[str], params: Mapping[str, Any] | None,
 
 # --------------------------------------------------------------------------- parses
 class ParseSelectionError(NotFoundError):
-    """No single parse holds the sentences a read without a feature needs."""
+    """No single parse holds the sentences a read without a feature needs; ``recipe``: the
+    build that parses them, when the message names it."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
 
 
 def recorded_parsers(store: SegmentStore) -> dict[str, str | None]:
@@ -382,16 +392,17 @@ def select_parse(store: SegmentStore, keys: Sequence[str], *, parse: str | None 
                    f"{best[:12]}")
     else:
         message = f"{store.location} holds no {asked}"
-    # a parse the store holds: its recorded parser (build_command marks one that loads a
+    # a parse the store holds: its recorded parser (build_recipe marks one that loads a
     # pickle); none: the reader's own --parser
+    recipe = None
     if candidates or parser is not None:
-        command = build_command(store, dataset=dataset, split=split, feature_args=["--features", "sdoi"],
-                                **({"parse": candidates[0]} if candidates else {"parser": parser}))
-        message += f"; parse them with\n  {command}"
+        recipe = build_recipe(store, dataset=dataset, split=split, features=[FeatureRecipe("sdoi")],
+                              **({"parse": candidates[0]} if candidates else {"parser": parser}))
+        message += f"; parse them with\n  {render(recipe)}"
     others = [p for p in recorded if p not in candidates and lacks(p) == 0]
     if others:
         message += f"\nor read a parse that holds {where}:\n{describe_parses(others, recorded)}"
-    raise ParseSelectionError(message)
+    raise ParseSelectionError(message, recipe=recipe)
 
 
 def _made_by(recorded: str | None, parser: str) -> bool:
@@ -429,6 +440,6 @@ def describe_parses(parses: Sequence[str], recorded: Mapping[str, str | None]) -
     lines = []
     for p in parses:
         spec = recorded.get(p)
-        pick = f"--parser {shlex.quote(spec)}" if spec else f"--parse {p[:12]}"
+        pick = render_parse_pick(spec, p[:12])
         lines.append(f"  {p[:12]}  parser {spec or '(not recorded)'}  → {pick}")
     return "\n".join(lines)

@@ -4,10 +4,8 @@ from and how they are written.
 - ``open_store(location, storage_options={...})`` uses exactly the options given (``{}`` too);
   ``storage_options=None`` (the default) takes them from ``$PRIOR_STORAGE_OPTIONS``, a JSON
   object, read on each call (never at import).
-- The command line starts from ``$PRIOR_STORAGE_OPTIONS`` and lets each ``--storage-option
-  KEY=VALUE`` replace its key (:func:`merge_items`). VALUE is read as JSON where it parses
-  (``anon=true``, ``config_kwargs={"connect_timeout": 5}``), else kept as text
-  (``endpoint_url=http://127.0.0.1:9000``).
+- The command line starts from ``$PRIOR_STORAGE_OPTIONS`` and lets each option it is given
+  replace its key (``prior.cli.store_flags``).
 - A build resolves its options once, in the driver, and hands them to every task and to the
   checks run on the workers: a worker never reads its own environment for them, so a build's
   processes all reach the store the same way.
@@ -19,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from prior.featurestore.errors import DataError
@@ -42,26 +40,6 @@ def from_env() -> dict[str, Any]:
         raise DataError(f"${ENV} holds a JSON {type(value).__name__}, not an object; give e.g. "
                         '\'{"endpoint_url": "http://127.0.0.1:9000"}\'')
     return value
-
-
-def parse_item(item: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` → (KEY, VALUE read as JSON where it parses, else the text)."""
-    key, sep, text = item.partition("=")
-    key = key.strip()
-    if not sep or not key or any(c.isspace() for c in key):
-        raise DataError(f"storage option {key or item.partition('=')[0]!r}: expected KEY=VALUE, "
-                        "e.g. endpoint_url=http://127.0.0.1:9000 or anon=true")
-    try:
-        return key, json.loads(text)
-    except ValueError:
-        return key, text
-
-
-def merge_items(items: Iterable[str], base: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``base`` (default: the environment's options) with each ``KEY=VALUE`` of ``items`` replacing its key."""
-    options = dict(from_env() if base is None else base)
-    options.update(parse_item(item) for item in items)
-    return options
 
 
 def resolve(options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -48,10 +48,10 @@ class View:
     #: the feature whose reads this view may replace (a trainer's ``--view dep-no-tfidf`` for a
     #: model that reads `dep`)
     variant_of: str | None = None
-    #: the ``prior build --features`` name that makes the entries, and further arguments a first
-    #: build needs (for the build line an error prints when nothing is built yet)
+    #: the feature a build names to make the entries, and the input files a first build needs
+    #: (input name → a placeholder), for the build an error names when nothing is built yet
     built_by: str | None = None
-    build_hint: tuple[str, ...] = ()
+    build_inputs: Mapping[str, str] = field(default_factory=dict)
 
 
 VIEWS: dict[str, View] = {}
@@ -179,4 +179,4 @@ DEP_VIEWS: list[str] = _register_dep_views()
 # tf-idf weights read alone are one entry; a build of `dep` makes them
 register_view("tfidf", View(entries=("tfidf",), built_by="dep"))
 # word ids of an embedding file's vocabulary: a build needs the file
-register_view("emb", View(entries=("emb",), build_hint=("--embeddings", "EMB_FILE")))
+register_view("emb", View(entries=("emb",), build_inputs={"embeddings": "EMB_FILE"}))

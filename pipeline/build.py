@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import math
 import signal
@@ -27,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from prior.featurestore.errors import DataError, NotFoundError, PriorError
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
 from prior.featurestore.progress import bars
+from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
@@ -53,25 +53,20 @@ DEFAULT_FEATURES = ("dep", "sdoi", "wup")  # every feature of the papers that ne
 
 @dataclass
 class BuildOptions:
-    """Everything a build needs. ``workers=0`` runs in this process (no Dask), for debugging."""
+    """What a build makes: every field changes what the store holds (the dataset and how it is
+    read, the parser, the features and their options). How it runs is :class:`RunOptions`."""
 
     dataset: str
     splits: tuple[str, ...] | None = None
     features: tuple[str, ...] = DEFAULT_FEATURES
-    store: str | None = None
     parser: str = DEFAULT_PARSER
     limit: int | None = None
-    workers: int = 2
-    scheduler: str | None = None
-    partition_size: int = 2000
     data_dir: Path | None = None
     embeddings: Path | None = None
     feature_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     columns: dict[str, Any] = field(default_factory=dict)  # for a file: text_a, text_b, label, label_kind
-    progress: bool = True
     name: str | None = None  # the dataset's name in the store (default: a named dataset's, a file's stem)
     replace: bool = False  # a split whose source or reading options changed: replace its rows
-    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
     # the Hugging Face hub may give every split the dataset has there, not only those named in
     # ``splits`` (a named split is always looked up there when no local file has it)
     hub: bool = False
@@ -79,9 +74,6 @@ class BuildOptions:
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
-    # by the driver. The workers get the driver's, never read their own environment's.
-    storage_options: dict[str, Any] | None = None
 
     def read_kwargs(self) -> dict[str, Any]:
         """Column names for a dataset given as a file (GLUE-style names unless told otherwise)."""
@@ -91,23 +83,42 @@ class BuildOptions:
             return {}
         return {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"} | self.columns
 
-    def dataset_args(self, data_dir: Path | None) -> list[str]:
-        """The ``prior build`` arguments that read this dataset again (recorded with its pairs,
-        replayed by the build line an incomplete read prints)."""
+    def source_recipe(self, data_dir: Path | None) -> Recipe:
+        """How this dataset is read again (recorded with its pairs, replayed by the build an
+        incomplete read names): a named dataset or a file's absolute path, the name in the
+        store, the data directory, a file's columns that differ from the defaults."""
         from prior.pipeline.datasets import SPECS
 
         named = self.dataset.lower() in SPECS
-        args = ["--dataset", self.dataset if named else str(Path(self.dataset).expanduser().resolve())]
-        if self.name:
-            args += ["--name", self.name]
-        if data_dir is not None:
-            args += ["--data-dir", str(Path(data_dir).expanduser().resolve())]
-        if not named:
-            defaults = {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"}
-            for key, value in self.columns.items():
-                if value != defaults.get(key):
-                    args += [f"--{key.replace('_', '-')}", "" if value is None else str(value)]
-        return args
+        columns = {} if named else {k: v for k, v in self.columns.items() if v != DEFAULT_COLUMNS.get(k)}
+        return Recipe(dataset=self.dataset if named else str(Path(self.dataset).expanduser().resolve()),
+                      name=self.name or None,
+                      data_dir=None if data_dir is None else str(Path(data_dir).expanduser().resolve()),
+                      columns=columns)
+
+
+@dataclass
+class RunOptions:
+    """How a build runs and where it writes; none of these changes what is computed.
+    ``workers=0`` runs in this process (no Dask), for debugging."""
+
+    store: str | None = None
+    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
+    # by the driver. The workers get the driver's, never read their own environment's.
+    storage_options: dict[str, Any] | None = None
+    workers: int = 2
+    scheduler: str | None = None  # an existing Dask scheduler's address
+    partition_size: int = 2000
+    parse_device: str = "auto"  # where the biaffine model runs: auto (a worker's GPU if any), cpu, cuda
+    progress: bool = True
+
+
+def options_from(**given: Any) -> tuple[BuildOptions, RunOptions]:
+    """``BuildOptions`` and ``RunOptions`` from one set of keyword arguments, each to the class
+    that has the field (scripts and tests that name both kinds at once)."""
+    run_fields = {f.name for f in fields(RunOptions)}
+    run = {k: v for k, v in given.items() if k in run_fields}
+    return BuildOptions(**{k: v for k, v in given.items() if k not in run_fields}), RunOptions(**run)
 
 
 @dataclass
@@ -205,20 +216,20 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 class _Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed."""
 
-    def __init__(self, options: BuildOptions) -> None:
-        self.options = options
+    def __init__(self, options: BuildOptions, settings: RunOptions) -> None:
+        self.options, self.settings = options, settings
         self.client: Any = None
         self.cluster: Any = None
 
     def _start(self) -> None:
-        if self.client is not None or (self.options.workers == 0 and not self.options.scheduler):
+        if self.client is not None or (self.settings.workers == 0 and not self.settings.scheduler):
             return
         import dask
         from distributed import Client, LocalCluster
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
-        if self.options.scheduler:
-            self.client = preflight.connect(self.options.scheduler)
+        if self.settings.scheduler:
+            self.client = preflight.connect(self.settings.scheduler)
         else:
             from prior.featurestore.paths import prior_home
 
@@ -227,7 +238,7 @@ class _Runner:
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides.
             # The workers live for this build only: their start-up is tuned (pipeline/startup.py).
             with dask.config.set(startup.local_cluster_config()), _workers_ignore_ctrl_c():
-                self.cluster = LocalCluster(n_workers=self.options.workers, threads_per_worker=1, processes=True,
+                self.cluster = LocalCluster(n_workers=self.settings.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR,
                                             env=startup.local_worker_env(self.options.parser))
@@ -259,10 +270,10 @@ class _Runner:
     @property
     def workers(self) -> int:
         """Worker count for partitioning; asks an external scheduler, never starts a local cluster."""
-        if self.options.scheduler:
+        if self.settings.scheduler:
             self._start()
             return max(1, len(self.client.scheduler_info().get("workers", {})))
-        return max(1, self.options.workers)
+        return max(1, self.settings.workers)
 
     def close(self) -> None:
         if self.cluster is not None:  # our own workers only; an external cluster's are left alone
@@ -341,7 +352,7 @@ def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, f
     """What must hold before the first commit (the store's writability was checked by taking
     the lease): an external scheduler answers and its workers have the parser, the features'
     resources and the store; a local build's machine has the features' resources."""
-    if options.scheduler:
+    if runner.settings.scheduler:
         runner._start()
         preflight.check_workers(runner.client, store.location, str(store.lease), options.parser, fingerprint,
                                 features, store.storage_options)
@@ -434,7 +445,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
                 meta={"location": data.location, "label_kind": data.label_kind, "labels": list(data.labels),
                       "reader": reader, "limit": options.limit, "rows_read": len(rows),
                       "skipped": skipped, "skip_examples": examples,
-                      "build_args": options.dataset_args(data_dir)})
+                      "recipe": options.source_recipe(data_dir).with_(split=data.split,
+                                                                      limit=options.limit).to_dict()})
         split_pairs[data.split] = triples
         report.splits.append(SplitReport(split=data.split, location=data.location, pairs=len(data.pairs),
                                          new_rows=len(new), skipped=skipped, skip_examples=examples))
@@ -563,7 +575,7 @@ def _parser_fingerprint(spec: str) -> dict[str, Any]:
     return dict(fingerprint_of(spec))
 
 
-def build(options: BuildOptions) -> BuildReport:
+def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     """Run a build and return its report. Safe to rerun; safe to interrupt.
 
     Steps: check the settings; take the store's lease; tidy what dead builds left; check
@@ -572,21 +584,22 @@ def build(options: BuildOptions) -> BuildReport:
     from prior.pipeline.features.registry import plan_features
 
     t_start = time.perf_counter()
+    run = run or RunOptions()
     _check_settings(options)
-    store = open_store(options.store, storage_options=options.storage_options)  # reachable, credentials valid
-    _check_store_shared(store, options)
+    store = open_store(run.store, storage_options=run.storage_options)  # reachable, credentials valid
+    _check_store_shared(store, run)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
     report.parse = K.parse_id(fingerprint)
-    runner = _Runner(options)
+    runner = _Runner(options, run)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id
     try:
         report.notes += _tidy(store)
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         split_pairs, texts = _ingest(store, options, report)
-        with bars(options.progress) as progress:
+        with bars(run.progress) as progress:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
             ctx = _context(store, report, options, split_pairs)
@@ -633,7 +646,7 @@ def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> N
         s.labels = dict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _check_store_shared(store: Store, options: BuildOptions) -> None:
+def _check_store_shared(store: Store, options: RunOptions) -> None:
     """A store in this process's memory (``memory://``) cannot be written by worker processes:
     each has its own memory, and the build would fail later with parses "missing" from it."""
     if store.fs.in_process and (options.workers > 0 or options.scheduler):
@@ -714,8 +727,8 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     runner.run([(worker.parse_partition,
                  (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                  (lease, known), options.parse_device, store.storage_options), done)
-                for part in _partitions(todo, runner.workers, options.partition_size, weights)])
+                  (lease, known), runner.settings.parse_device, store.storage_options), done)
+                for part in _partitions(todo, runner.workers, runner.settings.partition_size, weights)])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)
     store.refresh()
@@ -783,16 +796,14 @@ def _feature_stage(store: Store, options: BuildOptions, runner: _Runner, progres
             progress.advance(bar, settled)
 
     return [(worker.feature_partition, _feature_call(store, feature, entry, report.parse, part, known), done)
-            for part in _partitions(todo, runner.workers, options.partition_size)]
+            for part in _partitions(todo, runner.workers, runner.settings.partition_size)]
 
 
 def _entry_record(feature: Any, built_by: str, options: BuildOptions) -> dict[str, Any]:
     """What the store records of how an entry was built: its non-default options (``{}``: the
-    default entry reads pick) and the build arguments that make it again."""
+    default entry reads pick) and the recipe part that makes it again (feature, options, inputs)."""
     from prior.pipeline.features.registry import entry_options
 
     chosen = entry_options(feature, options.feature_options.get(built_by, {}))
-    args = ["--features", built_by]
-    for key, value in sorted(chosen.items()):
-        args += ["-o", f"{built_by}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    return {"options": chosen, "build_args": args + feature.build_args()}
+    made = FeatureRecipe(built_by, dict(sorted(chosen.items())), dict(feature.recipe_inputs()))
+    return {"options": chosen, "recipe": Recipe(features=(made,))}

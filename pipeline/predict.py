@@ -89,7 +89,7 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
 def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
            text_a: str, text_b: str, resources: str | None, workers: int, progress: bool,
            storage_options: Mapping[str, Any] | None) -> BuiltPairs:
-    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, build
+    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
     from prior.pipeline.datasets.lines import file_sha256
     from prior.pipeline.parsers import fingerprint_of
 
@@ -111,11 +111,12 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
     name = "predict-" + hashlib.blake2b(content, digest_size=8).hexdigest()
     try:
         report = build(BuildOptions(
-            dataset=str(file), name=name, features=tuple(built_by), store=store.location, parser=spec,
-            workers=workers, progress=progress, feature_options={k: v for k, v in options.items() if v},
-            storage_options=dict(storage_options) if storage_options is not None else None,
+            dataset=str(file), name=name, features=tuple(built_by), parser=spec,
+            feature_options={k: v for k, v in options.items() if v},
             columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
-            restore={e.name: dict(e.params) for e in entries}))
+            restore={e.name: dict(e.params) for e in entries}),
+            RunOptions(store=store.location, workers=workers, progress=progress,
+                       storage_options=dict(storage_options) if storage_options is not None else None))
     except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
         reasons = ", ".join(f"{n} {reason}" for reason, n in exc.counts.items()) or "no rows"
         where = f"; e.g. row {exc.row}" if exc.row is not None else ""

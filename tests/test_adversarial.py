@@ -286,7 +286,7 @@ def _gc_during_build(tmp_path: Path, name: str, workers: int = 2) -> tuple[int, 
     thread = threading.Thread(target=loop)
     thread.start()
     try:
-        report = build(_opts(location, limit=24, workers=workers, partition_size=3, features=("sdoi",)))
+        report = build(*_opts(location, limit=24, workers=workers, partition_size=3, features=("sdoi",)))
     finally:
         stop.set()
         thread.join()
@@ -301,7 +301,7 @@ def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build
     segment's files and committing them (the moment a forced gc can remove uncommitted files)."""
     import prior.featurestore.segments as segments_module
 
-    build(_opts(tmp_path / "clean", limit=24))
+    build(*_opts(tmp_path / "clean", limit=24))
     location = tmp_path / "raced"
     commit = segments_module.commit_segment
     rounds, refusals = [0], [0]
@@ -315,7 +315,7 @@ def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build
         return commit(*args, **kwargs)
 
     monkeypatch.setattr(segments_module, "commit_segment", gc_then_commit)
-    report = build(_opts(location, limit=24, workers=0, partition_size=3, features=("sdoi",)))
+    report = build(*_opts(location, limit=24, workers=0, partition_size=3, features=("sdoi",)))
     monkeypatch.undo()
     assert all(stage.failed == 0 for stage in report.stages)
     assert verify_store(open_store(location)).ok
@@ -326,7 +326,7 @@ def test_gc_before_every_commit_of_a_build_leaves_a_store_equal_to_a_clean_build
 @pytest.mark.slow
 def test_gc_during_ten_two_worker_builds(tmp_path):
     """10 rounds: each a fresh 2-worker build with gc looping beside it (≈ 25 s a round under load)."""
-    build(_opts(tmp_path / "clean", limit=24))
+    build(*_opts(tmp_path / "clean", limit=24))
     for i in range(10):
         rounds, refusals = _gc_during_build(tmp_path, f"raced{i}")
         assert rounds >= 1 and refusals >= 1  # how many depends on the machine's speed

@@ -23,16 +23,16 @@ from prior.featurestore import open_store
 from prior.featurestore.catalog import new_segment_id
 from prior.featurestore.lease import MAX_SECONDS
 from prior.featurestore.maintenance import gc_store, verify_store
-from prior.pipeline.build import BuildOptions, _log_to_file, build
+from prior.pipeline.build import BuildOptions, RunOptions, _log_to_file, build, options_from
 
 runner = CliRunner()
 
 
-def _opts(store: Path, **kw) -> BuildOptions:
+def _opts(store: Path, **kw) -> tuple[BuildOptions, RunOptions]:
     base = dict(dataset="snli", splits=("test",), features=("sdoi",), store=str(store), parser="spacy", limit=12,
                 workers=0, progress=False)
     base.update(kw)
-    return BuildOptions(**base)
+    return options_from(**base)
 
 
 def _frame(location: Path) -> list[dict]:
@@ -42,7 +42,7 @@ def _frame(location: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, list[dict]]:
     location = tmp_path_factory.mktemp("bad") / "clean"
-    build(_opts(location))
+    build(*_opts(location))
     return location, _frame(location)
 
 
@@ -122,7 +122,7 @@ def test_store_folder_that_is_a_link_is_one_line_and_replaced_by_gc(store, built
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     assert not (store / folder).is_symlink() and sorted(os.listdir(real)) == before  # never followed
     assert verify_store(open_store(store, create=False)).ok
-    build(_opts(store))  # a catalog that was a link held nothing of this store: the rebuild restores it
+    build(*_opts(store))  # a catalog that was a link held nothing of this store: the rebuild restores it
     assert _frame(store) == built[1]
 
 

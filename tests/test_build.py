@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from prior.featurestore import NotFoundError, PriorError, open_store
-from prior.pipeline.build import BuildOptions, _partitions, build
+from prior.pipeline.build import BuildOptions, RunOptions, _partitions, build, options_from
 from prior.pipeline.features.sdoi import sdoi_mask
 from prior.pipeline.parsers import get_parser
 
 
-def _opts(store, **kw) -> BuildOptions:
+def _opts(store, **kw) -> tuple[BuildOptions, RunOptions]:
     base = dict(dataset="snli", splits=("test",), features=("sdoi",), store=str(store), parser="spacy",
                 limit=12, workers=0, progress=False)
     base.update(kw)
-    return BuildOptions(**base)
+    return options_from(**base)
 
 
 def _frame_rows(store_dir, feature="sdoi", dataset="snli", split="test"):
@@ -67,7 +67,7 @@ def test_weighted_partitions_put_long_sentences_apart():
 def test_build_snli_slice_then_noop_rerun(tmp_path):
     from prior.featurestore.segment_cache import PARSE_SEGMENTS
 
-    report = build(_opts(tmp_path / "s"))
+    report = build(*_opts(tmp_path / "s"))
     assert len(PARSE_SEGMENTS) == 0  # the in-process build's tasks cached parse segments, then let go
     assert report.splits[0].pairs == 12 and report.stage("feature sdoi").computed > 0
     df = open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test")
@@ -75,23 +75,23 @@ def test_build_snli_slice_then_noop_rerun(tmp_path):
     for rec in df.iter_rows(named=True):
         assert np.array(rec["sdoi_a"]).tolist() == sdoi_mask(rec["heads_a"]).tolist()
         assert len(rec["words_b"]) == len(rec["sdoi_b"])
-    again = build(_opts(tmp_path / "s"))
+    again = build(*_opts(tmp_path / "s"))
     assert again.computed == 0
     assert again.stage("parse").reused == report.stage("parse").items
     assert again.stage("feature sdoi").reused == report.stage("feature sdoi").items
 
 
 def test_build_larger_limit_computes_only_new_rows(tmp_path):
-    first = build(_opts(tmp_path / "s", limit=6))
-    second = build(_opts(tmp_path / "s", limit=12))
+    first = build(*_opts(tmp_path / "s", limit=6))
+    second = build(*_opts(tmp_path / "s", limit=12))
     assert second.splits[0].new_rows == 6
     assert 0 < second.stage("parse").computed < first.stage("parse").computed + 12
     assert open_store(tmp_path / "s").pairs("snli", "test").height == 12
 
 
 def test_build_second_dataset_reuses_shared_parses(tmp_path):
-    build(_opts(tmp_path / "s", dataset="sick", splits=("test",), limit=10))
-    report = build(_opts(tmp_path / "s", dataset="sick-r", splits=("test",), limit=10))
+    build(*_opts(tmp_path / "s", dataset="sick", splits=("test",), limit=10))
+    report = build(*_opts(tmp_path / "s", dataset="sick-r", splits=("test",), limit=10))
     parse = report.stage("parse")
     assert parse.computed == 0 and parse.reused == parse.items > 0
     assert report.stage("feature sdoi").computed == 0  # per-sentence features are shared too
@@ -109,7 +109,7 @@ def test_build_counts_unusable_rows_and_handles_long_sentences(tmp_path):
             {"sentence1": long_text, "sentence2": "Words.", "gold_label": "neutral"}]
     (folder / "snli_1.0_test.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     # 501 words: over the default word limit (tests/test_long_sentences.py), parsed with a higher one
-    report = build(_opts(tmp_path / "s", data_dir=tmp_path / "data", limit=None, max_words=600))
+    report = build(*_opts(tmp_path / "s", data_dir=tmp_path / "data", limit=None, max_words=600))
     split = report.splits[0]
     assert split.pairs == 2 and sum(split.skipped.values()) == 2
     assert all("snli_1.0_test.jsonl" in e for e in split.skip_examples)
@@ -129,28 +129,28 @@ def test_build_failing_item_is_counted_and_retried_on_rerun(tmp_path, monkeypatc
         return real(heads)
 
     monkeypatch.setattr(sdoi_mod, "sdoi_mask", flaky)
-    report = build(_opts(tmp_path / "s", splits=("dev",), limit=3))
+    report = build(*_opts(tmp_path / "s", splits=("dev",), limit=3))
     stage = report.stage("feature sdoi")
     assert stage.failed >= 1 and stage.computed >= 1 and "boom" in stage.failures[0]
     monkeypatch.setattr(sdoi_mod, "sdoi_mask", real)
-    again = build(_opts(tmp_path / "s", splits=("dev",), limit=3))
+    again = build(*_opts(tmp_path / "s", splits=("dev",), limit=3))
     assert again.stage("feature sdoi").computed == stage.failed
     assert open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="dev")["sdoi_a"].null_count() == 0
 
 
 def test_build_bad_requests_fail_before_writing(tmp_path):
     with pytest.raises(PriorError, match="unknown feature 'nope'"):
-        build(_opts(tmp_path / "s", features=("nope",)))
+        build(*_opts(tmp_path / "s", features=("nope",)))
     with pytest.raises(PriorError, match="unknown dataset"):
-        build(_opts(tmp_path / "s", dataset="no-such-set", splits=None))
+        build(*_opts(tmp_path / "s", dataset="no-such-set", splits=None))
     with pytest.raises(NotFoundError):
-        build(_opts(tmp_path / "s", dataset="mnli", splits=("train",)))
+        build(*_opts(tmp_path / "s", dataset="mnli", splits=("train",)))
     assert open_store(tmp_path / "s").segments() == []
 
 
 def test_build_local_dask_cluster_equals_in_process(tmp_path):
-    build(_opts(tmp_path / "inproc", limit=8))
-    report = build(_opts(tmp_path / "dask", limit=8, workers=2, partition_size=4))
+    build(*_opts(tmp_path / "inproc", limit=8))
+    report = build(*_opts(tmp_path / "dask", limit=8, workers=2, partition_size=4))
     assert len(open_store(tmp_path / "dask").segments("parses")) >= 2  # really partitioned
     assert report.stage("parse").computed > 0
     assert _frame_rows(tmp_path / "dask") == _frame_rows(tmp_path / "inproc")
@@ -159,7 +159,7 @@ def test_build_local_dask_cluster_equals_in_process(tmp_path):
 def test_malformed_segment_cache_bound_fails_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIOR_SEGMENT_CACHE_MB", "lots")
     with pytest.raises(PriorError, match="PRIOR_SEGMENT_CACHE_MB='lots' is not a number of megabytes"):
-        build(_opts(tmp_path / "s"))
+        build(*_opts(tmp_path / "s"))
     assert not (tmp_path / "s").exists()
 
 
@@ -170,7 +170,7 @@ def test_local_workers_keep_glibc_malloc_defaults_and_skip_pandas(tmp_path, monk
     from prior.pipeline.build import _Runner
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    runner = _Runner(_opts(tmp_path / "s", workers=1))
+    runner = _Runner(*_opts(tmp_path / "s", workers=1))
     try:
         runner._start()
         assert list(runner.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
@@ -194,7 +194,7 @@ def _committed(store_dir, kind):
 
 def test_build_killed_midway_then_rerun_equals_uninterrupted(tmp_path):
     """SIGKILL after some partitions committed; the rerun fills exactly the gap."""
-    build(_opts(tmp_path / "ref", limit=40))
+    build(*_opts(tmp_path / "ref", limit=40))
     cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
            "--parser", "spacy", "--limit", "40", "--workers", "0", "--partition-size", "8",
            "--store", str(tmp_path / "killed")]
@@ -205,7 +205,7 @@ def test_build_killed_midway_then_rerun_equals_uninterrupted(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert _committed(tmp_path / "killed", "parses") >= 1
-    report = build(_opts(tmp_path / "killed", limit=40))
+    report = build(*_opts(tmp_path / "killed", limit=40))
     assert report.stage("parse").reused > 0
     assert _frame_rows(tmp_path / "killed") == _frame_rows(tmp_path / "ref")
     from prior.featurestore.maintenance import verify_store
@@ -232,8 +232,8 @@ def test_build_on_external_scheduler_equals_local(tmp_path):
 
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(2, timeout=120)
-        build(_opts(tmp_path / "local", limit=10))
-        report = build(_opts(tmp_path / "remote", limit=10, scheduler=address, workers=0))
+        build(*_opts(tmp_path / "local", limit=10))
+        report = build(*_opts(tmp_path / "remote", limit=10, scheduler=address, workers=0))
         assert report.stage("parse").computed > 0
         assert _frame_rows(tmp_path / "remote") == _frame_rows(tmp_path / "local")
     finally:
@@ -241,3 +241,19 @@ def test_build_on_external_scheduler_equals_local(tmp_path):
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
+
+
+def test_options_split_what_is_built_from_how_it_runs():
+    """What changes a build's results (BuildOptions) and how it runs (RunOptions) share no field;
+    one set of keyword arguments is sorted into the two."""
+    from dataclasses import fields
+
+    from prior.pipeline.build import RunOptions
+
+    what, how = {f.name for f in fields(BuildOptions)}, {f.name for f in fields(RunOptions)}
+    assert not what & how
+    assert {"workers", "scheduler", "partition_size", "parse_device", "storage_options", "progress"} <= how
+    options, run = options_from(dataset="sick", limit=3, store="s", workers=0, partition_size=7)
+    assert (options.dataset, options.limit, run.store, run.workers, run.partition_size) == ("sick", 3, "s", 0, 7)
+    with pytest.raises(TypeError):
+        options_from(dataset="sick", wrokers=1)

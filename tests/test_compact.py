@@ -35,7 +35,7 @@ def small_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store made by three builds of growing ``--limit``: many small segments."""
     location = tmp_path_factory.mktemp("compact") / "store"
     for limit in (2, 4, 6):
-        build(_opts(location, limit=limit, features=FEATURES, partition_size=3))
+        build(*_opts(location, limit=limit, features=FEATURES, partition_size=3))
     return location
 
 
@@ -63,15 +63,15 @@ def test_compact_same_frames_fewer_files(small_builds: Path, tmp_path: Path) -> 
     assert len(verify_store(after).leftovers) == len(report.uncommitted)
     gc_store(after)
     assert not verify_store(open_store(location)).leftovers
-    again = build(_opts(location, limit=6, features=FEATURES, partition_size=3))
+    again = build(*_opts(location, limit=6, features=FEATURES, partition_size=3))
     assert all(s.computed == 0 for s in again.stages)
     assert frames(location, FEATURES) == before
     assert not plan(open_store(location))  # nothing left to merge
     # a larger build after compaction adds only the new rows: the same frames as a clean build
-    grown = build(_opts(location, limit=8, features=FEATURES, partition_size=3))
+    grown = build(*_opts(location, limit=8, features=FEATURES, partition_size=3))
     assert sum(s.new_rows for s in grown.splits) == 2 * 3
     clean = tmp_path / "clean"
-    build(_opts(clean, limit=8, features=FEATURES, partition_size=3))
+    build(*_opts(clean, limit=8, features=FEATURES, partition_size=3))
     assert frames(location, FEATURES) == frames(clean, FEATURES)
 
 
@@ -214,13 +214,13 @@ def test_compact_beside_a_build(small_builds: Path, tmp_path: Path, monkeypatch:
     def build_then_commit(*args: Any, **kwargs: Any) -> Any:
         if not built:
             built.append(True)
-            build(_opts(location, limit=8, features=FEATURES, partition_size=3))
+            build(*_opts(location, limit=8, features=FEATURES, partition_size=3))
         return commit(*args, **kwargs)
 
     monkeypatch.setattr(compact_module, "commit_segment", build_then_commit)
     compact_store(open_store(location))
     clean = tmp_path / "clean"
-    build(_opts(clean, limit=8, features=FEATURES, partition_size=3))
+    build(*_opts(clean, limit=8, features=FEATURES, partition_size=3))
     assert built and verify_store(open_store(location)).ok
     assert frames(location, FEATURES) == frames(clean, FEATURES)
     compact_store(open_store(location))
@@ -231,7 +231,7 @@ def test_compact_in_memory_store(tmp_path: Path) -> None:
     """An fsspec store (memory://): the same frames after compaction."""
     location = f"memory://compact-{tmp_path.name}"
     for limit in (2, 4):
-        build(_opts(location, limit=limit, features=("sdoi",), partition_size=3))  # type: ignore[arg-type]
+        build(*_opts(location, limit=limit, features=("sdoi",), partition_size=3))  # type: ignore[arg-type]
     store = open_store(location, create=False)
     before = {split: store.frame("sdoi", dataset="rte", split=split).to_dicts() for split in ("dev", "train")}
     report = compact_store(store)

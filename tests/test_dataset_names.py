@@ -36,7 +36,7 @@ def test_name_option_names_a_file_dataset(tmp_path: Path) -> None:
     store = open_store(tmp_path / "s", create=False)
     assert store.datasets() == [("mine", "all")]
     meta = store.segments("pairs")[-1].meta
-    assert meta["build_args"][:4] == ["--dataset", str(data.resolve()), "--name", "mine"]
+    assert (meta["recipe"]["dataset"], meta["recipe"]["name"]) == (str(data.resolve()), "mine")
 
 
 def test_two_files_with_one_stem_do_not_share_a_name(tmp_path: Path) -> None:
@@ -99,18 +99,20 @@ def test_a_name_that_cannot_be_a_path_is_refused_before_any_work(tmp_path: Path)
 def test_a_split_held_as_read_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild of a split whose file, reading options and rows the store holds takes its
     keys from the store: the file is not read again, and the result is the same."""
+    from dataclasses import replace
+
     import prior.pipeline.datasets as datasets
-    from prior.pipeline.build import BuildOptions
     from prior.pipeline.build import build as run_build
+    from prior.pipeline.build import options_from
 
     data = write_csv(tmp_path / "pairs.csv", ROWS)
-    options = BuildOptions(dataset=str(data), features=("sdoi",), parser="spacy", workers=0,
-                           store=str(tmp_path / "s"), progress=False)
-    first = run_build(options)
+    options, run = options_from(dataset=str(data), features=("sdoi",), parser="spacy", workers=0,
+                                store=str(tmp_path / "s"), progress=False)
+    first = run_build(options, run)
     with monkeypatch.context() as mp:
         mp.setattr(datasets, "read_split", lambda *a, **k: pytest.fail("the file was read again"))
-        again = run_build(options)
-        limited = run_build(BuildOptions(**{**options.__dict__, "limit": 1}))
+        again = run_build(options, run)
+        limited = run_build(replace(options, limit=1), run)
     assert again.computed == 0 and again.splits[0].pairs == first.splits[0].pairs == 2
     assert limited.splits[0].pairs == 1
     data.write_text(data.read_text() + "A bird sings.,A bird is singing.,1\n")  # the file changed

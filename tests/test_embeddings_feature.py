@@ -50,14 +50,14 @@ def test_embeddings_feature_needs_vocabulary() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     root = tmp_path_factory.mktemp("emb")
     vectors = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
     emb_file = write_word2vec_text(root / "tiny.txt", ["a", "man", "is", "the", "boy", "."], vectors)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
-        build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",),
+        build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
                            store=str(root / "store"), limit=10, workers=0, embeddings=emb_file,
                            progress=False))
     return root / "store", emb_file
@@ -142,7 +142,7 @@ def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Pat
                                                                 tmp_path: Path) -> None:
     from prior.featurestore.errors import DataError
     from prior.featurestore.maintenance import verify_store
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     store_path, emb_file = built
     lines = emb_file.read_text(encoding="utf-8").splitlines()
@@ -152,7 +152,7 @@ def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Pat
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
         with pytest.raises(DataError, match=r"bad.txt, row 5, field 'vector': expected a word and 4"):
-            build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",),
+            build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
                                store=str(store_path), limit=10, workers=0, embeddings=bad,
                                progress=False))
     store = open_store(store_path, create=False)
@@ -234,7 +234,7 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
                                                          tmp_path: Path) -> None:
     import shutil
 
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
     from prior.pipeline.embeddings.io import write_word2vec_binary
 
     store_path = Path(shutil.copytree(built[0], tmp_path / "store"))  # leave the shared store as it is
@@ -254,7 +254,7 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
     for fmt, path in files.items():
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
-            report = build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",),
+            report = build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
                                         store=str(store_path), limit=10, workers=0, embeddings=path,
                                         progress=False))
         store = open_store(store_path, create=False)

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore import open_store
+from prior.featurestore.recipe import FeatureRecipe, Recipe
 from prior.featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
 from tests.trainers_fixtures import tiny_backbone
 
@@ -73,7 +74,7 @@ def test_entries_record_their_options(entries) -> None:
     assert entries["wup-variant"].options == {"preset": "uerbert-code"}
     assert entries["dep-variant"].options == {"nu": 0.25}
     assert entries["wup"].options == {} and entries["dep"].options == {}
-    assert entries["dep-variant"].build_args == ("--features", "dep", "-o", "dep.nu=0.25")
+    assert entries["dep-variant"].recipe == Recipe(features=(FeatureRecipe("dep", {"nu": 0.25}),))
 
 
 @pytest.mark.parametrize("dataset", ["sick", "mrpc"])

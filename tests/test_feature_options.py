@@ -4,11 +4,11 @@ entry keys."""
 import pytest
 from typer.testing import CliRunner
 
+from prior.cli.key_value import parse_feature_options, parse_value
 from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.featurestore.errors import PriorError
 from prior.pipeline.build import BuildOptions
-from prior.pipeline.features.options import parse_feature_options, parse_value
 from prior.pipeline.features.registry import features_for
 
 runner = CliRunner()

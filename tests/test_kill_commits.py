@@ -19,7 +19,7 @@ import pytest
 import prior.featurestore.segments as segments_module
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import verify_store
-from prior.pipeline.build import BuildOptions, build
+from prior.pipeline.build import BuildOptions, RunOptions, build, options_from
 
 SPLITS = ("dev", "test", "train")
 
@@ -28,11 +28,11 @@ class _Killed(BaseException):
     """Not an ``Exception``: nothing in the build catches it, as nothing catches a SIGKILL."""
 
 
-def _opts(store: Path, **kw: Any) -> BuildOptions:
+def _opts(store: Path, **kw: Any) -> tuple[BuildOptions, RunOptions]:
     base: dict[str, Any] = dict(dataset="rte", splits=SPLITS, features=("sdoi",), store=str(store), parser="spacy",
                                 limit=4, workers=0, progress=False, partition_size=6)
     base.update(kw)
-    return BuildOptions(**base)
+    return options_from(**base)
 
 
 def frames(location: Path, features: tuple[str, ...] = ("sdoi",)) -> dict[tuple[str, str], list[dict]]:
@@ -58,7 +58,7 @@ def _commit_kinds(location: Path, **kw: Any) -> list[str]:
 
     segments_module.commit_segment = spy  # type: ignore[assignment]
     try:
-        build(_opts(location, **kw))
+        build(*_opts(location, **kw))
     finally:
         segments_module.commit_segment = commit
     return kinds
@@ -77,7 +77,7 @@ def _killed_after(n: int, location: Path, monkeypatch: pytest.MonkeyPatch, **kw:
 
     monkeypatch.setattr(segments_module, "commit_segment", commit_then_die)
     with pytest.raises(_Killed):
-        build(_opts(location, **kw))
+        build(*_opts(location, **kw))
     monkeypatch.undo()
 
 
@@ -90,7 +90,7 @@ def test_kill_after_every_commit_of_a_three_split_build_then_rerun_equals_clean(
     for n in range(1, len(kinds)):
         location = tmp_path / f"killed-{n}"
         _killed_after(n, location, monkeypatch)
-        build(_opts(location))  # no --replace
+        build(*_opts(location))  # no --replace
         assert frames(location) == clean, f"killed after commit {n} ({kinds[n - 1]})"
         assert verify_store(open_store(location, create=False)).ok
 
@@ -98,7 +98,7 @@ def test_kill_after_every_commit_of_a_three_split_build_then_rerun_equals_clean(
 _SUBPROCESS = """
 import os, sys
 import prior.featurestore.segments as segments_module
-from prior.pipeline.build import BuildOptions, build
+from prior.pipeline.build import build, options_from
 commit, n, done = segments_module.commit_segment, int(sys.argv[2]), [0]
 def commit_then_die(*args, **kwargs):
     segment = commit(*args, **kwargs)
@@ -107,7 +107,7 @@ def commit_then_die(*args, **kwargs):
         os._exit(137)
     return segment
 segments_module.commit_segment = commit_then_die
-build(BuildOptions(dataset="rte", splits=("dev", "test", "train"), features=("sdoi", "wup"), store=sys.argv[1],
+build(*options_from(dataset="rte", splits=("dev", "test", "train"), features=("sdoi", "wup"), store=sys.argv[1],
                    parser="spacy", limit=8, workers=0, progress=False, partition_size=4))
 """
 
@@ -123,6 +123,6 @@ def test_hard_kill_after_every_commit_in_a_subprocess_then_rerun_equals_clean(tm
         proc = subprocess.run([sys.executable, "-c", _SUBPROCESS, str(location), str(n)], env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 137, proc.stderr[-2000:]
-        build(_opts(location, **kw))
+        build(*_opts(location, **kw))
         assert frames(location, ("sdoi", "wup")) == clean, f"killed after commit {n} ({kinds[n - 1]})"
         assert verify_store(open_store(location, create=False)).ok

@@ -214,13 +214,16 @@ def test_loads_code_judges_a_spec_from_its_text(spec: str, loads: bool, tmp_path
 def test_a_build_hint_marks_a_recorded_pickle(crafted: dict[str, Path]) -> None:
     """A `prior build` line replayed from the store's records carries the recorded --parser, and
     says it loads a pickle when it does; a --parser the reader gave is printed as given."""
+    from prior.cli.recipe import CommandLines
     from prior.featurestore import open_store
-    from prior.featurestore.selection import build_command, recorded_parsers
+    from prior.featurestore.recipe import FeatureRecipe
+    from prior.featurestore.selection import build_recipe, recorded_parsers
 
     store = open_store(crafted["store"], create=False)
     (parse,) = recorded_parsers(store)
-    line = build_command(store, dataset="toy", split="train", feature_args=["--features", "sdoi"], parse=parse)
+    line = CommandLines().recipe(build_recipe(store, dataset="toy", split="train",
+                                              features=[FeatureRecipe("sdoi")], parse=parse))
     assert f"--parser biaffine:{crafted['evil']}" in line and "# this --parser value comes from the store" in line
-    mine = build_command(store, dataset="toy", split="train", feature_args=["--features", "sdoi"],
-                         parser=f"biaffine:{crafted['evil']}")
+    mine = CommandLines().recipe(build_recipe(store, dataset="toy", split="train", features=[FeatureRecipe("sdoi")],
+                                              parser=f"biaffine:{crafted['evil']}"))
     assert "#" not in mine

@@ -24,7 +24,7 @@ def _untouched(location) -> None:
 def test_unreachable_scheduler_fails_fast_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIOR_SCHEDULER_TIMEOUT", "1")
     with pytest.raises(ResourceError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:1 within 1 s"):
-        build(_opts(tmp_path / "s", scheduler="tcp://127.0.0.1:1"))
+        build(*_opts(tmp_path / "s", scheduler="tcp://127.0.0.1:1"))
     _untouched(tmp_path / "s")
     result = runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi", "--parser",
                                  "spacy", "--limit", "5", "--scheduler", "tcp://127.0.0.1:1",
@@ -45,7 +45,7 @@ def test_store_that_cannot_be_created_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="cannot open or create the store at"):
-        build(_opts(blocker / "store"))
+        build(*_opts(blocker / "store"))
     result = runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
                                  "--parser", "spacy", "--store", str(blocker / "store")])
     assert result.exit_code == 1 and "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
@@ -65,7 +65,7 @@ def test_local_build_checks_feature_resources_before_any_commit(tmp_path, monkey
 
     monkeypatch.setattr(registry, "plan_features", lambda names, options: [(_Missing(), "fake")])
     with pytest.raises(ResourceError, match="feature fake: ResourceError: no WordNet here"):
-        build(_opts(tmp_path / "s"))
+        build(*_opts(tmp_path / "s"))
     _untouched(tmp_path / "s")
 
 

@@ -130,9 +130,9 @@ def _frame(location, **storage) -> list[dict[str, Any]]:
 def test_s3_build_with_endpoint_only_in_options_equals_local(s3, tmp_path):
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    report = build(_opts(url, **SICK, storage_options=s3.options()))
+    report = build(*_opts(url, **SICK, storage_options=s3.options()))
     assert report.stage("parse").computed > 0
-    build(_opts(tmp_path / "local", **SICK))
+    build(*_opts(tmp_path / "local", **SICK))
     assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "local")
     # the reported size is what the committed files take on the server
     held = s3.objects(bucket)
@@ -321,7 +321,7 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
         patch.setattr(segments_module, "commit_segment", dies)
         patch.setattr(Lease, "release", lambda self: self._stop.set())
         with pytest.raises(_Killed):
-            build(_opts(url, **KILLED, storage_options=s3.options()))
+            build(*_opts(url, **KILLED, storage_options=s3.options()))
 
 
 def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, monkeypatch):
@@ -331,9 +331,9 @@ def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, mo
     url = f"s3://{bucket}/store"
     _killed_build(url, s3, monkeypatch, after=2)
     assert len(s3.records(bucket, "parses")) == 2
-    report = build(_opts(url, **KILLED, storage_options=s3.options()))
+    report = build(*_opts(url, **KILLED, storage_options=s3.options()))
     assert report.stage("parse").reused > 0 and report.stage("parse").computed > 0
-    build(_opts(tmp_path / "ref", **KILLED))
+    build(*_opts(tmp_path / "ref", **KILLED))
     assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "ref")
     verified = verify_store(open_store(url, storage_options=s3.options()))
     assert verified.ok and len(verified.in_progress) == 1  # the dead build's folder: harmless, gc's to remove
@@ -357,10 +357,10 @@ def test_s3_build_sigkilled_midway_then_rerun_equals_uninterrupted(s3, tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert len(s3.records(bucket, "parses")) >= 1
-    report = build(_opts(url, dataset="sick", splits=("test",), limit=40, partition_size=8,
+    report = build(*_opts(url, dataset="sick", splits=("test",), limit=40, partition_size=8,
                          storage_options=s3.options()))
     assert report.stage("parse").reused > 0
-    build(_opts(tmp_path / "ref", dataset="sick", splits=("test",), limit=40))
+    build(*_opts(tmp_path / "ref", dataset="sick", splits=("test",), limit=40))
     assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "ref")
     result = runner.invoke(app, ["store", "verify", "--store", url, *s3.cli_options()])
     assert result.exit_code == 0 and result.output.strip().endswith("ok"), result.output
@@ -373,10 +373,10 @@ def test_s3_build_on_local_workers_reports_the_size_they_wrote(s3, tmp_path, mon
     monkeypatch.setenv(so.ENV, json.dumps({"endpoint_url": _closed_port()}))  # workers inherit it: unused
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    report = build(_opts(url, **SICK, workers=1, storage_options=s3.options()))
+    report = build(*_opts(url, **SICK, workers=1, storage_options=s3.options()))
     assert report.stage("feature sdoi").computed > 0
     held = s3.objects(bucket)
     committed = sum(held[f"store/segments/{r['id']}/{inner}"] for r in s3.records(bucket) for inner in r["files"])
     assert report.store_bytes == committed
-    build(_opts(tmp_path / "local", **SICK))
+    build(*_opts(tmp_path / "local", **SICK))
     assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "local")

@@ -33,7 +33,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     for limits in [(6,), (2, 3, 4, 6)]:
         location = tmp_path_factory.mktemp("counts") / "store"
         for limit in limits:
-            build(_opts(location, limit=limit, features=FEATURES, partition_size=3))
+            build(*_opts(location, limit=limit, features=FEATURES, partition_size=3))
         out[len(open_store(location).segments())] = location
     return out
 
@@ -66,11 +66,11 @@ def test_noop_rebuild_reads_each_record_once(stores: dict[int, Path], counts: Co
     for segments, location in stores.items():
         catalog_module._RECORDS.clear()
         counts.clear()
-        report = build(_opts(location, limit=6, features=FEATURES, partition_size=3))
+        report = build(*_opts(location, limit=6, features=FEATURES, partition_size=3))
         assert all(s.computed == 0 for s in report.stages)
         assert counts["records"] == segments  # once each, whatever the number of catalog reads
         counts.clear()
-        build(_opts(location, limit=6, features=FEATURES, partition_size=3))
+        build(*_opts(location, limit=6, features=FEATURES, partition_size=3))
         assert counts["records"] == 0  # known records are not read again in this process
 
 

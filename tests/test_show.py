@@ -22,12 +22,12 @@ from prior.pipeline.parsers.base import Parse
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     root = tmp_path_factory.mktemp("show")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
-        build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("dep", "sdoi"),
+        build(*options_from(dataset="sick", splits=("train", "trial"), features=("dep", "sdoi"),
                            store=str(root / "store"), limit=8, workers=0, progress=False))
     return root / "store"
 

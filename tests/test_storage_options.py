@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from prior.cli import store_flags
 from prior.cli.main import app
 from prior.featurestore import DataError, PriorError, open_store
 from prior.featurestore import storage_options as so
@@ -25,21 +26,21 @@ def _no_env_options(monkeypatch):
 
 
 def test_storage_option_values_are_json_where_they_parse():
-    assert so.parse_item("anon=true") == ("anon", True)
-    assert so.parse_item("endpoint_url=http://127.0.0.1:9000") == ("endpoint_url", "http://127.0.0.1:9000")
-    assert so.parse_item('config_kwargs={"connect_timeout": 5}') == ("config_kwargs", {"connect_timeout": 5})
-    assert so.parse_item("profile=dev=1") == ("profile", "dev=1")  # the first '=' splits
-    assert so.parse_item("key=") == ("key", "")
+    assert store_flags.parse_item("anon=true") == ("anon", True)
+    assert store_flags.parse_item("endpoint_url=http://127.0.0.1:9000") == ("endpoint_url", "http://127.0.0.1:9000")
+    assert store_flags.parse_item('config_kwargs={"connect_timeout": 5}') == ("config_kwargs", {"connect_timeout": 5})
+    assert store_flags.parse_item("profile=dev=1") == ("profile", "dev=1")  # the first '=' splits
+    assert store_flags.parse_item("key=") == ("key", "")
     for bad in ("anon", "=true", "my key=1"):
         with pytest.raises(DataError, match="expected KEY=VALUE"):
-            so.parse_item(bad)
+            store_flags.parse_item(bad)
 
 
 def test_command_line_options_replace_the_environment_keys(monkeypatch):
     monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
-    assert so.merge_items(["endpoint_url=http://cli:2"]) == {"endpoint_url": "http://cli:2", "anon": False}
-    assert so.merge_items([]) == {"endpoint_url": "http://env:1", "anon": False}
-    assert so.merge_items(["anon=true"], base={}) == {"anon": True}  # an explicit base: no environment
+    assert store_flags.merge_items(["endpoint_url=http://cli:2"]) == {"endpoint_url": "http://cli:2", "anon": False}
+    assert store_flags.merge_items([]) == {"endpoint_url": "http://env:1", "anon": False}
+    assert store_flags.merge_items(["anon=true"], base={}) == {"anon": True}  # an explicit base: no environment
     assert so.resolve(None) == {"endpoint_url": "http://env:1", "anon": False}
     assert so.resolve({}) == {}  # options given (even none) are used as they are
 
@@ -73,7 +74,7 @@ def test_unknown_protocol_is_one_line(tmp_path):
 def test_memory_store_with_worker_processes_is_refused_before_any_work(cluster):
     location = f"memory://prior-{uuid.uuid4().hex}"
     with pytest.raises(DataError, match="lives in this process's memory.*each process has its own memory"):
-        build(_opts(location, **cluster))
+        build(*_opts(location, **cluster))
     assert open_store(location, create=False).segments() == []
     result = runner.invoke(app, ["build", "--dataset", "snli", "--split", "test", "--features", "sdoi",
                                  "--parser", "spacy", "--limit", "5", "--workers", "2", "--store", location])
@@ -83,9 +84,9 @@ def test_memory_store_with_worker_processes_is_refused_before_any_work(cluster):
 
 def test_memory_store_builds_in_process(tmp_path):
     location = f"memory://prior-{uuid.uuid4().hex}"
-    report = build(_opts(location, limit=6))
+    report = build(*_opts(location, limit=6))
     assert report.stage("parse").computed > 0
-    build(_opts(tmp_path / "local", limit=6))
+    build(*_opts(tmp_path / "local", limit=6))
     assert _frame_rows(location) == _frame_rows(tmp_path / "local")
 
 

@@ -34,15 +34,15 @@ FEATURES = ["dep", "sdoi", "wup", "tfidf", "dep-no-tfidf"]
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from prior.pipeline.build import BuildOptions, build
+    from prior.pipeline.build import build, options_from
 
     root = tmp_path_factory.mktemp("scan")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
         common = {"dataset": "sick", "splits": ("train", "test"), "store": str(root / "store"), "parser": "spacy",
                   "limit": 6, "workers": 0, "partition_size": 3, "progress": False}
-        build(BuildOptions(features=("dep", "sdoi", "wup"), **common))
-        build(BuildOptions(features=("wup",), feature_options={"wup": {"preset": "uerbert-code"}}, **common))
+        build(*options_from(features=("dep", "sdoi", "wup"), **common))
+        build(*options_from(features=("wup",), feature_options={"wup": {"preset": "uerbert-code"}}, **common))
     return root / "store"
 
 

@@ -25,7 +25,7 @@ runner = CliRunner()
 
 
 def test_rerun_removes_what_its_dead_predecessor_left(tmp_path):
-    build(_opts(tmp_path / "s", limit=4))
+    build(*_opts(tmp_path / "s", limit=4))
     store = open_store(tmp_path / "s")
     dead = new_segment_id()
     store.fs.write_atomic(f"{LEASES}/{dead}.json", LeaseInfo(id=dead, owner="prior build snli", host="h", pid=1,
@@ -35,7 +35,7 @@ def test_rerun_removes_what_its_dead_predecessor_left(tmp_path):
     claim(store.fs, dead, leftover)
     store.fs.makedirs(f"{SEGMENTS}/{leftover}")
     store.fs.write_atomic(f"{SEGMENTS}/{leftover}/parses.parquet", b"half")
-    report = build(_opts(tmp_path / "s", limit=4))
+    report = build(*_opts(tmp_path / "s", limit=4))
     assert report.computed == 0
     assert "removed 1 uncommitted segment folder(s) left by 1 interrupted build(s)" in report.notes
     assert not store.fs.exists(f"{SEGMENTS}/{leftover}") and store.fs.listdir(LEASES) == []
@@ -53,7 +53,7 @@ def test_released_lease_removes_its_uncommitted_folders(tmp_path):
 
 
 def test_workers_skip_keys_another_build_committed_meanwhile(tmp_path):
-    build(_opts(tmp_path / "s", limit=4))
+    build(*_opts(tmp_path / "s", limit=4))
     store = open_store(tmp_path / "s")
     fingerprint = dict(fingerprint_of("spacy"))
     parse = store.parse_ids().popitem()[0]
@@ -94,12 +94,12 @@ def test_interrupted_first_build_is_recognised_and_continued(tmp_path):
     for args in (["store", "verify"], ["store", "gc"], ["store", "info"]):
         result = runner.invoke(app, [*args, "--store", str(location)])
         assert result.exit_code == 1 and "first build was interrupted" in result.output
-    build(_opts(location, limit=3))
+    build(*_opts(location, limit=3))
     assert verify_store(open_store(location, create=False)).ok
 
 
 def test_records_of_an_older_prior_without_checksum_are_accepted(tmp_path):
-    build(_opts(tmp_path / "s", limit=3))
+    build(*_opts(tmp_path / "s", limit=3))
     cat = tmp_path / "s" / CATALOG
     for path in cat.glob("*.json"):
         raw = json.loads(path.read_text())
@@ -113,14 +113,14 @@ def test_records_of_an_older_prior_without_checksum_are_accepted(tmp_path):
 
 
 def test_damaged_store_marker_is_one_line(tmp_path):
-    build(_opts(tmp_path / "s", limit=3))
+    build(*_opts(tmp_path / "s", limit=3))
     (tmp_path / "s" / "STORE.json").write_bytes(b"\xff{")
     with pytest.raises(StoreError, match="STORE.json is damaged"):
         open_store(tmp_path / "s")
 
 
 def test_gc_reports_the_bytes_it_frees(tmp_path):
-    build(_opts(tmp_path / "s", limit=3))
+    build(*_opts(tmp_path / "s", limit=3))
     store = open_store(tmp_path / "s")
     sid = new_segment_id()
     (Path(store.location) / SEGMENTS / sid / "arrays").mkdir(parents=True)

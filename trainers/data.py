@@ -23,7 +23,8 @@ import torch
 from prior.featurestore import Store
 from prior.featurestore.errors import DataError, PriorError
 from prior.featurestore.frame import gather
-from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_command, select_parse
+from prior.featurestore.recipe import FeatureRecipe, Recipe, render
+from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_recipe, select_parse
 from prior.featurestore.store import EntryInfo
 from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from prior.layouts.views import VIEWS, column_name, view_of
@@ -34,7 +35,12 @@ log = logging.getLogger(__name__)
 
 
 class MissingFeatureError(PriorError, LookupError):
-    """The store lacks a feature (or some of its keys) that a model needs."""
+    """The store lacks a feature (or some of its keys) that a model needs; ``recipe``: the
+    build that adds it, when the message names one."""
+
+    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
+        super().__init__(message)
+        self.recipe = recipe
 
 
 def _hint_note(message: str) -> str:
@@ -57,7 +63,7 @@ def read_entries(store: Store, feature: str, dataset: str, split: str, *,
                     for name, key in entries.items()]
         return store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
     except EntrySelectionError as exc:
-        raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}") from None
+        raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}", recipe=exc.recipe) from None
 
 
 def feature_source(store: Store, feature: str, dataset: str, split: str, pair_keys: Sequence[str],
@@ -268,15 +274,16 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
         try:
             parse = select_parse(store, key_a + key_b, parse=parse, parser=parser, dataset=dataset, split=split)
         except ParseSelectionError as exc:
-            raise MissingFeatureError(str(exc)) from None
+            raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
     parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
     if missing:
-        command = build_command(store, dataset=dataset, split=split, parse=parse,
-                                feature_args=["--features", feature or "sdoi"])
+        recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
+                              features=[FeatureRecipe(feature or "sdoi")])
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
-                                  f"have no parse {str(parse)[:12]}; restore them with: {command}")
+                                  f"have no parse {str(parse)[:12]}; restore them with: {render(recipe)}",
+                                  recipe=recipe)
     encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
     parsers = store.parse_ids()
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),

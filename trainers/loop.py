@@ -49,6 +49,7 @@ from prior.featurestore import Store, open_store
 from prior.featurestore.errors import DataError, NotFoundError, PriorError
 from prior.featurestore.names import check_name
 from prior.featurestore.progress import Progress, stage_bars
+from prior.featurestore.recipe import Recipe, render
 from prior.featurestore.selection import parser_spec
 from prior.layouts.views import resolve_view
 from prior.trainers import backbones, metrics
@@ -608,7 +609,7 @@ def check_train_split(store: Store, dataset: str | None, split: str = "train") -
     if dataset is not None and any(d == dataset for d, _ in present):
         raise PriorError(store.missing_split(dataset, split))
     have = sorted({d for d, s in present if s == split})
-    listed = ", ".join(have) if have else f"none (build one with `prior build --dataset NAME --store {store.location}`)"
+    listed = ", ".join(have) if have else f"none (build one with `{render(Recipe(dataset='NAME', store=store.location))}`)"
     if dataset is None:
         raise PriorError(f"name the dataset to train on with --dataset; datasets with a {split} split in "
                          f"{store.location}: {listed}")

@@ -69,9 +69,9 @@ class Feature(Protocol):
         """Lines for the build report (OOV rates, the IDF table used)."""
         ...
 
-    def build_args(self) -> list[str]:
-        """``prior build`` arguments beyond ``--features`` and ``-o`` that make this entry again
-        (an input file), recorded with the entry for the build line an error prints."""
+    def recipe_inputs(self) -> dict[str, str]:
+        """Input files beyond the options that make this entry again (input name → path, e.g.
+        ``{"embeddings": "/abs/vectors.vec"}``), recorded with the entry's recipe."""
         ...
 
     def setup(self) -> None:
@@ -113,8 +113,8 @@ class FeatureBase:
     def report_lines(self, dataset: str) -> list[str]:
         return []
 
-    def build_args(self) -> list[str]:
-        return []
+    def recipe_inputs(self) -> dict[str, str]:
+        return {}
 
     def setup(self) -> None:
         """Nothing to load."""

@@ -236,9 +236,9 @@ class EmbFeature(FeatureBase):
         (another restriction of the same entry) is not reused for this one."""
         return self._token
 
-    def build_args(self) -> list[str]:
+    def recipe_inputs(self) -> dict[str, str]:
         """The embedding file (its absolute path) the vocabulary was read from."""
-        return [] if self.embeddings is None else ["--embeddings", str(Path(self.embeddings).expanduser().resolve())]
+        return {} if self.embeddings is None else {"embeddings": str(Path(self.embeddings).expanduser().resolve())}
 
     def report_lines(self, dataset: str) -> list[str]:
         """One line per split of the last ``prepare``: its OOV rate, for the build report."""

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from prior.featurestore.errors import PriorError
+from prior.featurestore.recipe import render_options
 from prior.pipeline.features.options import accepted_names, check_options
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def plan_features(names: list[str] | tuple[str, ...], options: FeatureOptions) -
         try:
             made = list(FEATURE_SETS[name](options))
         except (ValueError, TypeError) as exc:  # a value of the wrong kind (-o dep.nu=abc)
-            given = " ".join(f"-o {name}.{k}={v}" for k, v in options.feature_options.get(name, {}).items())
+            given = render_options(name, options.feature_options.get(name, {}))
             raise PriorError(f"feature {name}: option value not accepted ({given or 'defaults'}): {exc}") from None
         for feature in made:
             if all(f.name != feature.name for f, _ in out):
