@@ -129,11 +129,14 @@ class StoreFS:
             try:
                 with os.scandir(self.path(rel)) as entries:
                     for entry in entries:
-                        st = entry.stat(follow_symlinks=False)
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:  # renamed or removed since the listing (another
+                            continue  # process's temporary file, committed): not this listing's
                         fresh = entry.is_file(follow_symlinks=False) and now - st.st_mtime_ns > LOCAL_TAG_AGE_NS
                         tagged_local[entry.name] = (f"local:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
                                                     if fresh else None)
-            except FileNotFoundError:
+            except FileNotFoundError:  # the folder itself is not there
                 return {}
             return dict(sorted(tagged_local.items()))
         try:
