@@ -598,6 +598,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     store.lease = lease.id
     try:
         report.notes += _tidy(store)
+        tidied = len(report.notes)  # this run's notes, not the build's result: never recorded
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
         sources, digest = _noop_inputs(store, options, fingerprint, planned)
         recorded = noop.load(store, digest) if digest is not None else None
@@ -633,7 +634,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     store.refresh()
     _label_counts(store, options, report)
     if digest is not None:
-        noop.save(store, digest, report)
+        noop.save(store, digest, report, skip_notes=tidied)
     return _finish(store, report, t_start)
 
 
@@ -659,7 +660,7 @@ def _replay(report: BuildReport, recorded: dict[str, Any]) -> None:
     entries and notes, every item reused (`noop.load` checked that the store still holds them)."""
     report.dataset, report.parse = recorded["dataset"], recorded["parse"]
     report.entries = dict(recorded["entries"])
-    report.notes = list(recorded["notes"])
+    report.notes += recorded["notes"]  # after this run's own (what it tidied)
     for s in recorded["splits"]:
         report.splits.append(SplitReport(**{**s, "new_rows": 0}))
     for st in recorded["stages"]:

@@ -82,16 +82,17 @@ def _used_by(s: Segment, parse: str, entries: set[str]) -> bool:
     return s.kind == "feature" and s.target.get("entry") in entries
 
 
-def save(store: Store, digest: str, report: Any) -> None:
+def save(store: Store, digest: str, report: Any, *, skip_notes: int = 0) -> None:
     """Record a complete build (every stage without a failed item); a build with failures
-    is run again in full next time (its failures are retried and reported)."""
+    is run again in full next time (its failures are retried and reported). The report's
+    first ``skip_notes`` notes are about this run (what it tidied), not its result."""
     if any(stage.failed for stage in report.stages):
         return
     store.refresh()
     pairs, other = _used(store, report.dataset, report.parse, set(report.entries.values()))
     record = {"format": RECORD_FORMAT, "pairs": pairs, "segments": other,
               "report": {"dataset": report.dataset, "parse": report.parse, "entries": report.entries,
-                         "notes": report.notes,
+                         "notes": report.notes[skip_notes:],
                          "splits": [dataclasses.asdict(s) for s in report.splits],
                          "stages": [dataclasses.asdict(s) for s in report.stages]}}
     folder = records_dir()
