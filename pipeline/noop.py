@@ -3,7 +3,7 @@
 Working out that a build is complete means reading every split's rows and the keys of every
 parse and feature segment it uses (and counting a tf-idf table again to know its entry's key):
 on 500,000 pairs that was most of ten seconds for a rerun that computed nothing. So a build that
-ends complete (no failed item) writes a small record, ``$PRIOR_HOME/builds/<digest>.json``,
+ends complete (no failed item) writes a small record, ``$PRIOR_HOME/cache/builds/<digest>.json``,
 keyed by everything that decides what the build makes (the store, the options, each split's
 source file and its checksum, the parser's fingerprint, each feature's version and settings)
 and naming the catalog segments its result lives in. Running the same build again finds the
@@ -34,7 +34,7 @@ RECORD_FORMAT = 1
 
 
 def records_dir() -> Path:
-    return prior_home() / "builds"
+    return prior_home() / "cache" / "builds"
 
 
 def inputs_digest(store: Store, options: Any, fingerprint: dict[str, Any], sources: list[Any],
