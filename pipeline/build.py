@@ -512,9 +512,10 @@ def _held_split(store: Store, options: BuildOptions, source: Any, sentences: set
         return None
     if options.limit is not None:
         rows = rows.head(options.limit)
-    if not set(rows["key_a"].to_list()) | set(rows["key_b"].to_list()) <= sentences:
+    key_a, key_b = rows["key_a"].to_list(), rows["key_b"].to_list()  # each column converted once
+    if not set(key_a).union(key_b) <= sentences:
         return None  # sentences dropped (gc --drop-damaged): read the file again for their texts
-    return list(zip(rows["pair_key"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list())), meta
+    return list(zip(rows["pair_key"].to_list(), key_a, key_b)), meta
 
 
 def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str,
