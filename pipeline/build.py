@@ -42,7 +42,7 @@ from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
-from prior.pipeline import preflight, startup, worker
+from prior.pipeline import noop, preflight, startup, worker
 from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
 from prior.pipeline.parsers.base import MAX_WORDS, Parse, over_limit
 
@@ -371,8 +371,8 @@ def _tidy(store: Store) -> list[str]:
 
 
 # --------------------------------------------------------------------------- stages
-def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
-        dict[str, list[tuple[str, str, str]]], dict[str, str]]:
+def _ingest(store: Store, options: BuildOptions, report: BuildReport,
+            sources: dict[str, Any] | None = None) -> tuple[dict[str, list[tuple[str, str, str]]], dict[str, str]]:
     """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys and
     the texts of the sentences read from files. A split whose file, reading options, rows and
     sentences the store already holds is taken from the store without parsing the file again.
@@ -389,7 +389,8 @@ def _ingest(store: Store, options: BuildOptions, report: BuildReport) -> tuple[
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     have_sentences = store.sentence_keys()
     for split in splits:
-        source = source_of(options.dataset, split, data_dir=options.data_dir)
+        source = (sources[split] if sources is not None and split in sources
+                  else source_of(options.dataset, split, data_dir=options.data_dir))
         held = _held_split(store, options, source, have_sentences) if source is not None else None
         if held is not None:
             assert source is not None
@@ -511,9 +512,10 @@ def _held_split(store: Store, options: BuildOptions, source: Any, sentences: set
         return None
     if options.limit is not None:
         rows = rows.head(options.limit)
-    if not set(rows["key_a"].to_list()) | set(rows["key_b"].to_list()) <= sentences:
+    key_a, key_b = rows["key_a"].to_list(), rows["key_b"].to_list()  # each column converted once
+    if not set(key_a).union(key_b) <= sentences:
         return None  # sentences dropped (gc --drop-damaged): read the file again for their texts
-    return list(zip(rows["pair_key"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list())), meta
+    return list(zip(rows["pair_key"].to_list(), key_a, key_b)), meta
 
 
 def _stored_rows(store: Store, dataset: str, split: str, sha: str, location: str,
@@ -597,8 +599,14 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     store.lease = lease.id
     try:
         report.notes += _tidy(store)
+        tidied = len(report.notes)  # this run's notes, not the build's result: never recorded
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
-        split_pairs, texts = _ingest(store, options, report)
+        sources, digest = _noop_inputs(store, options, fingerprint, planned)
+        recorded = noop.load(store, digest) if digest is not None else None
+        if recorded is not None:
+            _replay(report, recorded)
+            return _finish(store, report, t_start)
+        split_pairs, texts = _ingest(store, options, report, sources)
         with bars(run.progress) as progress:
             keys = {k for triples in split_pairs.values() for _, a, b in triples for k in (a, b)}
             failed = _parse_stage(store, options, runner, progress, report, keys, texts, fingerprint, lease.id)
@@ -626,9 +634,38 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
             PARSE_SEGMENTS.clear()  # filled in this process by an in-process build (workers=0)
     store.refresh()
     _label_counts(store, options, report)
+    if digest is not None:
+        noop.save(store, digest, report, skip_notes=tidied)
+    return _finish(store, report, t_start)
+
+
+def _finish(store: Store, report: BuildReport, t_start: float) -> BuildReport:
     report.store_bytes = store.size_bytes()
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _noop_inputs(store: Store, options: BuildOptions, fingerprint: dict[str, Any],
+                 planned: list[tuple[Any, str]]) -> tuple[dict[str, Any], str | None]:
+    """Each split's source (file and checksum), and the digest of what decides this build's
+    result (`noop.inputs_digest`; None: no record can answer for it)."""
+    from prior.pipeline.datasets.api import source_of
+
+    splits = options.splits or default_splits(options.dataset, options.data_dir, hub=options.hub)
+    sources = {split: source_of(options.dataset, split, data_dir=options.data_dir) for split in splits}
+    return sources, noop.inputs_digest(store, options, fingerprint, list(sources.values()), planned)
+
+
+def _replay(report: BuildReport, recorded: dict[str, Any]) -> None:
+    """The report of a build that finds everything done: the recorded complete build's splits,
+    entries and notes, every item reused (`noop.load` checked that the store still holds them)."""
+    report.dataset, report.parse = recorded["dataset"], recorded["parse"]
+    report.entries = dict(recorded["entries"])
+    report.notes += recorded["notes"]  # after this run's own (what it tidied)
+    for s in recorded["splits"]:
+        report.splits.append(SplitReport(**{**s, "new_rows": 0}))
+    for st in recorded["stages"]:
+        report.stages.append(StageReport(name=st["name"], items=st["items"], reused=st["items"]))
 
 
 def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> None:
