@@ -40,7 +40,7 @@ import polars as pl
 from prior.featurestore.errors import NotFoundError, StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
-from prior.featurestore.segments import PARSE_COLUMNS, indexed_items, read_arrays, read_parquet
+from prior.featurestore.segments import PARSE_COLUMNS, read_arrays, read_items, read_parquet
 from prior.featurestore.selection import Coverage
 from prior.featurestore.tensors import nested_column
 from prior.layouts.kinds import SentenceVector, WordIds
@@ -118,10 +118,9 @@ def _feature_items(store: SegmentStore, info: EntryInfo, segments: Sequence[Segm
             continue
         index_cols = [f"{c}.{part}" for c in components for part in ("offset", "rows", "cols")]
         index = read_parquet(store.fs, seg, "index.parquet", index_cols)
-        arrays = read_arrays(store.fs, seg, components)
-        rows = hits["i"].to_numpy().astype(np.int64)
+        items = read_items(store.fs, seg, index, components, hits["i"].to_numpy().astype(np.int64))
         for c in components:
-            parts[c].append(indexed_items(index, arrays, c).take(rows))
+            parts[c].append(items[c])
         found += hits["key"].to_list()
         remaining = remaining.filter(~remaining.is_in(hits["key"].implode()))
     if not remaining.is_empty():  # selection checked coverage: only a concurrent gc gets here

@@ -47,7 +47,7 @@ from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.storage_options import resolve as resolve_storage_options
-from prior.featurestore.tensors import flatten, read_flat_files, write_flat
+from prior.featurestore.tensors import flatten, read_flat_files, read_flat_ranges, write_flat
 from prior.layouts.kinds import Layout
 from prior.layouts.kinds import from_json as layout_from_json
 from prior.layouts.kinds import to_json as layout_json
@@ -230,6 +230,40 @@ def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
         return read_flat_files(files, names)
     except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
         raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[str],
+               positions: np.ndarray) -> dict[str, Ragged]:
+    """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
+    `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
+    values are kept while the chunk is decompressed (`prior.featurestore.tensors.read_flat_ranges`);
+    an array stored otherwise is decoded whole and the items taken from it."""
+    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
+    for name in names:
+        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    rows = np.asarray(positions, dtype=np.int64)
+    out: dict[str, Ragged] = {}
+    for name in names:
+        def column(part: str, name: str = name) -> np.ndarray:
+            return np.asarray(index.column(f"{name}.{part}").to_numpy(), dtype=np.int64)[rows]
+
+        offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
+        sizes = nrows * np.where(ncols < 0, 1, ncols)
+        try:
+            values = read_flat_ranges(files, name, offsets, sizes)
+            if values is None:
+                whole = read_flat_files(files, [name])[name]
+                out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
+                continue
+        except PriorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zarr and arrow raise many types; all mean the same here
+            raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+        starts = np.zeros(len(rows), np.int64)
+        if len(rows) > 1:
+            np.cumsum(sizes[:-1], out=starts[1:])
+        out[name] = Ragged(values, starts, nrows, ncols)
+    return out
 
 
 def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:

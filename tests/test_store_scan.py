@@ -56,7 +56,7 @@ class Reads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, str, str, tuple[str, ...] | None]] = []
-        parquet, arrays = scan_module.read_parquet, scan_module.read_arrays
+        parquet, arrays, items = scan_module.read_parquet, scan_module.read_arrays, scan_module.read_items
 
         def read_parquet(fs, segment, inner, columns=None):
             self.calls.append((segment.kind, segment.id, inner, None if columns is None else tuple(columns)))
@@ -66,8 +66,13 @@ class Reads:
             self.calls.append((segment.kind, segment.id, "arrays", tuple(names)))
             return arrays(fs, segment, names)
 
+        def read_items(fs, segment, index, names, positions):
+            self.calls.append((segment.kind, segment.id, "arrays", tuple(names)))
+            return items(fs, segment, index, names, positions)
+
         monkeypatch.setattr(scan_module, "read_parquet", read_parquet)
         monkeypatch.setattr(scan_module, "read_arrays", read_arrays)
+        monkeypatch.setattr(scan_module, "read_items", read_items)
 
 
 @pytest.mark.parametrize("feature", FEATURES)
