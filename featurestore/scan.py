@@ -42,7 +42,7 @@ from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
 from prior.featurestore.segments import PARSE_COLUMNS, read_arrays, read_items, read_parquet
 from prior.featurestore.selection import Coverage
-from prior.featurestore.tensors import nested_column
+from prior.featurestore.tensors import nested_column, numpy_column
 from prior.layouts.kinds import SentenceVector, WordIds
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import View, column_name, view_of
@@ -192,7 +192,7 @@ class SplitScan:
         first = self.feature_segments[info.key][0]
         recorded = first.meta.get("dtypes", {}).get(comp)
         dtype = np.dtype(recorded) if recorded else read_arrays(self.store.fs, first, [comp])[comp].dtype
-        cols = read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]).column(0).to_numpy()
+        cols = numpy_column(read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]), f"{comp}.cols")
         return dtype, bool((cols >= 0).any())
 
     def lazy(self) -> pl.LazyFrame:

@@ -47,7 +47,7 @@ from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.storage_options import resolve as resolve_storage_options
-from prior.featurestore.tensors import flatten, read_flat_files, read_flat_ranges, write_flat
+from prior.featurestore.tensors import flatten, numpy_column, read_flat_files, read_flat_ranges, write_flat
 from prior.layouts.kinds import Layout
 from prior.layouts.kinds import from_json as layout_from_json
 from prior.layouts.kinds import to_json as layout_json
@@ -245,7 +245,7 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[s
     out: dict[str, Ragged] = {}
     for name in names:
         def column(part: str, name: str = name) -> np.ndarray:
-            return np.asarray(index.column(f"{name}.{part}").to_numpy(), dtype=np.int64)[rows]
+            return np.asarray(numpy_column(index, f"{name}.{part}"), dtype=np.int64)[rows]
 
         offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
         sizes = nrows * np.where(ncols < 0, 1, ncols)
@@ -552,6 +552,13 @@ class SegmentStore:
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:
         key = entry if isinstance(entry, str) else entry.key
         return self.segment_keys(s for s in self.segments("feature") if s.target["entry"] == key)
+
+    def entry_keys(self, entry: EntryInfo | str) -> pl.Series:
+        """The keys an entry's segments hold, as one string Series (duplicates kept)."""
+        key = entry if isinstance(entry, str) else entry.key
+        parts = [_frame(read_parquet(self.fs, s, "index.parquet", ["key"])).to_series()
+                 for s in self.segments("feature") if s.target["entry"] == key]
+        return pl.concat(parts) if parts else pl.Series("key", [], dtype=pl.String())
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""

@@ -149,6 +149,23 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
     return out
 
 
+def _arrow(values: np.ndarray) -> pa.Array:
+    """A 1-D numpy array as an Arrow array, through Polars: ``pa.array`` imports pandas when it is
+    installed (0.3 s in a process that has not yet)."""
+    import polars as pl
+
+    array = pl.Series(values).to_arrow()
+    assert isinstance(array, pa.Array)
+    return array
+
+
+def numpy_column(table: pa.Table, name: str) -> np.ndarray:
+    """Column ``name`` of an Arrow table as a numpy array (without pyarrow's pandas import)."""
+    import polars as pl
+
+    return pl.from_arrow(table.select([name])).to_series().to_numpy()  # type: ignore[union-attr]
+
+
 def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
     """Arrow list column of the items at ``index`` (-1 = null): vectors as lists, matrices as
     lists of rows. Built without Python loops over cells."""
@@ -159,13 +176,13 @@ def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
     matrix = bool(np.any(c[present] >= 0)) if present.any() else False
     sizes = np.where(present, items.sizes(), 0)
     keep = np.repeat(present, items.sizes())
-    value_arr = pa.array(items.values[keep])
-    mask = pa.array(~present)
+    value_arr = _arrow(items.values[keep])
+    mask = _arrow(~present)
     if not matrix:
         outer = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return pa.LargeListArray.from_arrays(pa.array(outer), value_arr, mask=mask)
+        return pa.LargeListArray.from_arrays(_arrow(outer), value_arr, mask=mask)
     row_len = np.repeat(np.maximum(c, 0), r)
     inner = np.concatenate([[0], np.cumsum(row_len)]).astype(np.int64)
     outer = np.concatenate([[0], np.cumsum(r)]).astype(np.int64)
-    inner_arr = pa.LargeListArray.from_arrays(pa.array(inner), value_arr)
-    return pa.LargeListArray.from_arrays(pa.array(outer), inner_arr, mask=mask)
+    inner_arr = pa.LargeListArray.from_arrays(_arrow(inner), value_arr)
+    return pa.LargeListArray.from_arrays(_arrow(outer), inner_arr, mask=mask)
