@@ -218,6 +218,30 @@ def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[st
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str], key: str,
+                       keys: pl.Series) -> pl.DataFrame:
+    """The rows of a committed Parquet file whose ``key`` column is in ``keys``, with ``key``
+    and ``columns`` (checked as `read_parquet` checks): read by Polars, which decodes the other
+    columns only for the matching rows, so a few rows of a large table cost about its key
+    column. A file that cannot be decoded is a `StoreError` naming it."""
+    import io
+
+    rel = f"{segment.folder}/{inner}"
+    source: Any
+    if not is_verified(fs, segment, inner):
+        source = io.BytesIO(read_checked(fs, segment, inner))
+    elif fs.local:
+        source = fs.path(rel)
+    else:
+        source = io.BytesIO(fs.read_bytes(rel))
+    wanted = list(dict.fromkeys([key, *columns]))
+    try:
+        return (pl.scan_parquet(source).select(wanted).filter(pl.col(key).is_in(keys.implode()))
+                .collect())
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
 def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
     """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
     recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
