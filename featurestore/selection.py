@@ -148,12 +148,12 @@ class Coverage:
 
             rows = self.rows(dataset, split)
             keys = rows["pair_key"] if scope == "pair" else pl.concat([rows["key_a"], rows["key_b"]])
-            self._need[key] = keys.unique(maintain_order=True)
+            self._need[key] = keys.unique()  # in no particular order
         return self._need[key]
 
     def needed(self, dataset: str, split: str, scope: str) -> list[str]:
-        """The distinct keys the split needs of an entry of ``scope``, in first-use order."""
-        return self._needed(dataset, split, scope).to_list()
+        """The distinct keys the split needs of an entry of ``scope``, sorted."""
+        return self._needed(dataset, split, scope).sort().to_list()
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
         """(items of the split the entry lacks, items the split needs)."""
