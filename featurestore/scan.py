@@ -16,10 +16,12 @@ are at hand, so later stages read only for the rows left:
 4. feature columns: per entry, only the segments whose index holds a row's key, only the
    components asked for (a view's combined column, such as ``dep``, needs all of its entries).
 
-A segment is skipped after reading its key column alone (``sent_key`` of a Parquet table, ``key``
-of a feature index) when it holds none of the keys wanted; no Zarr array of it is read. Within
-a file only the asked-for columns are decoded, except on the first read of a file in a process,
-which reads the file whole to check it against its catalog record (`prior.featurestore.checked`).
+A Parquet table (sentences, parses, a feature index) is read for the keys wanted: its key column
+(``sent_key``, ``key``) is decoded, its other asked-for columns only for the matching rows; a
+segment holding none of them is skipped, and no Zarr array of it is read. Of a feature array
+only the matched items' values are kept while its chunk is decompressed (a stream, stopped after
+the last item). The first read of a file in a process reads it whole to check it against its
+catalog record (`prior.featurestore.checked`).
 ``head(n)`` stops after ``n`` rows once every filter term has been applied.
 
 Choices: the LazyFrame reads the segments committed when ``scan`` was called (a snapshot: a
@@ -40,9 +42,9 @@ import polars as pl
 from prior.featurestore.errors import NotFoundError, StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
-from prior.featurestore.segments import PARSE_COLUMNS, indexed_items, read_arrays, read_parquet
+from prior.featurestore.segments import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
 from prior.featurestore.selection import Coverage
-from prior.featurestore.tensors import nested_column
+from prior.featurestore.tensors import nested_column, numpy_column
 from prior.layouts.kinds import SentenceVector, WordIds
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import View, column_name, view_of
@@ -79,20 +81,18 @@ def _polars_dtype(dtype: np.dtype) -> pl.DataType:
 def _first_copies(store: SegmentStore, segments: Sequence[Segment], inner: str, keys: pl.Series,
                   columns: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """``sent_key`` and ``columns`` (name → type) of the rows of ``keys`` in the Parquet tables
-    ``inner`` of ``segments``: the first copy of a key in catalog order; a segment that holds
-    none of the keys still missing is skipped after its key column is read."""
+    ``inner`` of ``segments``: the first copy of a key in catalog order, each file read for the
+    keys still missing (`read_parquet_where`: its other columns are decoded for those rows only)."""
     remaining = keys.unique()
     frames = []
     for seg in segments:
         if remaining.is_empty():
             break
-        held = pl.DataFrame(read_parquet(store.fs, seg, inner, ["sent_key"])).to_series()
-        if not held.is_in(remaining.implode()).any():
+        frame = read_parquet_where(store.fs, seg, inner, list(columns), "sent_key", remaining)
+        if frame.is_empty():
             continue
-        frame = pl.DataFrame(read_parquet(store.fs, seg, inner, ["sent_key", *columns]))
-        frame = frame.filter(pl.col("sent_key").is_in(remaining.implode()))
         frame = frame.unique(subset=["sent_key"], keep="first", maintain_order=True)
-        frames.append(frame)
+        frames.append(frame.cast(dict(columns)))  # type: ignore[arg-type]
         remaining = remaining.filter(~remaining.is_in(frame["sent_key"].implode()))
     if not frames:
         return pl.DataFrame(schema={"sent_key": pl.String(), **columns})
@@ -103,25 +103,22 @@ def _feature_items(store: SegmentStore, info: EntryInfo, segments: Sequence[Segm
                    components: Sequence[str]) -> tuple[list[str], dict[str, Ragged]]:
     """(the keys found, component → their `Ragged` items, in that order) for ``keys`` of one
     entry: the first copy of each key in catalog order, read from the segments whose index holds
-    it (a segment without any is skipped after its ``key`` column is read; its arrays are never
-    read)."""
+    it (a segment without any is skipped after its index is read for them; its arrays are never
+    read), only those items' values kept (`read_items`)."""
     remaining = keys.unique()
     found: list[str] = []
     parts: dict[str, list[Ragged]] = {c: [] for c in components}
     for seg in segments:
         if remaining.is_empty():
             break
-        held = pl.DataFrame(read_parquet(store.fs, seg, "index.parquet", ["key"])).to_series()
-        hits = (held.to_frame().with_row_index("i").filter(pl.col("key").is_in(remaining.implode()))
+        index_cols = [f"{c}.{part}" for c in components for part in ("offset", "rows", "cols")]
+        hits = (read_parquet_where(store.fs, seg, "index.parquet", index_cols, "key", remaining)
                 .unique(subset=["key"], keep="first", maintain_order=True))
         if hits.is_empty():
             continue
-        index_cols = [f"{c}.{part}" for c in components for part in ("offset", "rows", "cols")]
-        index = read_parquet(store.fs, seg, "index.parquet", index_cols)
-        arrays = read_arrays(store.fs, seg, components)
-        rows = hits["i"].to_numpy().astype(np.int64)
+        items = read_items(store.fs, seg, hits.to_arrow(), components, np.arange(hits.height, dtype=np.int64))
         for c in components:
-            parts[c].append(indexed_items(index, arrays, c).take(rows))
+            parts[c].append(items[c])
         found += hits["key"].to_list()
         remaining = remaining.filter(~remaining.is_in(hits["key"].implode()))
     if not remaining.is_empty():  # selection checked coverage: only a concurrent gc gets here
@@ -193,7 +190,7 @@ class SplitScan:
         first = self.feature_segments[info.key][0]
         recorded = first.meta.get("dtypes", {}).get(comp)
         dtype = np.dtype(recorded) if recorded else read_arrays(self.store.fs, first, [comp])[comp].dtype
-        cols = read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]).column(0).to_numpy()
+        cols = numpy_column(read_parquet(self.store.fs, first, "index.parquet", [f"{comp}.cols"]), f"{comp}.cols")
         return dtype, bool((cols >= 0).any())
 
     def lazy(self) -> pl.LazyFrame:

@@ -47,7 +47,7 @@ from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.storage_options import resolve as resolve_storage_options
-from prior.featurestore.tensors import flatten, read_flat_files, write_flat
+from prior.featurestore.tensors import flatten, numpy_column, read_flat_files, read_flat_ranges, write_flat
 from prior.layouts.kinds import Layout
 from prior.layouts.kinds import from_json as layout_from_json
 from prior.layouts.kinds import to_json as layout_json
@@ -218,6 +218,30 @@ def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[st
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str], key: str,
+                       keys: pl.Series) -> pl.DataFrame:
+    """The rows of a committed Parquet file whose ``key`` column is in ``keys``, with ``key``
+    and ``columns`` (checked as `read_parquet` checks): read by Polars, which decodes the other
+    columns only for the matching rows, so a few rows of a large table cost about its key
+    column. A file that cannot be decoded is a `StoreError` naming it."""
+    import io
+
+    rel = f"{segment.folder}/{inner}"
+    source: Any
+    if not is_verified(fs, segment, inner):
+        source = io.BytesIO(read_checked(fs, segment, inner))
+    elif fs.local:
+        source = fs.path(rel)
+    else:
+        source = io.BytesIO(fs.read_bytes(rel))
+    wanted = list(dict.fromkeys([key, *columns]))
+    try:
+        return (pl.scan_parquet(source).select(wanted).filter(pl.col(key).is_in(keys.implode()))
+                .collect())
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
 def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
     """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
     recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
@@ -230,6 +254,40 @@ def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
         return read_flat_files(files, names)
     except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
         raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[str],
+               positions: np.ndarray) -> dict[str, Ragged]:
+    """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
+    `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
+    values are kept while the chunk is decompressed (`prior.featurestore.tensors.read_flat_ranges`);
+    an array stored otherwise is decoded whole and the items taken from it."""
+    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
+    for name in names:
+        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    rows = np.asarray(positions, dtype=np.int64)
+    out: dict[str, Ragged] = {}
+    for name in names:
+        def column(part: str, name: str = name) -> np.ndarray:
+            return np.asarray(numpy_column(index, f"{name}.{part}"), dtype=np.int64)[rows]
+
+        offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
+        sizes = nrows * np.where(ncols < 0, 1, ncols)
+        try:
+            values = read_flat_ranges(files, name, offsets, sizes)
+            if values is None:
+                whole = read_flat_files(files, [name])[name]
+                out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
+                continue
+        except PriorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zarr and arrow raise many types; all mean the same here
+            raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+        starts = np.zeros(len(rows), np.int64)
+        if len(rows) > 1:
+            np.cumsum(sizes[:-1], out=starts[1:])
+        out[name] = Ragged(values, starts, nrows, ncols)
+    return out
 
 
 def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
@@ -392,7 +450,9 @@ class SegmentStore:
             raise NotFoundError(self.missing_split(dataset, split))
         frames = [_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
-        return df.unique(subset=["row"], keep="first", maintain_order=True).sort("row")
+        if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
+            df = df.filter(pl.col("row").is_first_distinct()).sort("row")
+        return df
 
     def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
         """One pairs segment's rows."""
@@ -518,6 +578,13 @@ class SegmentStore:
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:
         key = entry if isinstance(entry, str) else entry.key
         return self.segment_keys(s for s in self.segments("feature") if s.target["entry"] == key)
+
+    def entry_keys(self, entry: EntryInfo | str) -> pl.Series:
+        """The keys an entry's segments hold, as one string Series (duplicates kept)."""
+        key = entry if isinstance(entry, str) else entry.key
+        parts = [_frame(read_parquet(self.fs, s, "index.parquet", ["key"])).to_series()
+                 for s in self.segments("feature") if s.target["entry"] == key]
+        return pl.concat(parts) if parts else pl.Series("key", [], dtype=pl.String())
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""

@@ -131,8 +131,8 @@ class Coverage:
 
     def __init__(self, store: SegmentStore) -> None:
         self.store = store
-        self._have: dict[str, set[str]] = {}
-        self._need: dict[tuple[str, str, str], list[str]] = {}
+        self._have: dict[str, pl.Series] = {}
+        self._need: dict[tuple[str, str, str], pl.Series] = {}
         self._rows: dict[tuple[str, str], pl.DataFrame] = {}
 
     def rows(self, dataset: str, split: str) -> pl.DataFrame:
@@ -141,24 +141,26 @@ class Coverage:
             self._rows[dataset, split] = self.store.pair_rows(dataset, split)
         return self._rows[dataset, split]
 
-    def needed(self, dataset: str, split: str, scope: str) -> list[str]:
+    def _needed(self, dataset: str, split: str, scope: str) -> pl.Series:
         key = (dataset, split, scope)
         if key not in self._need:
+            import polars as pl
+
             rows = self.rows(dataset, split)
-            if scope == "pair":
-                keys = rows["pair_key"].to_list()
-            else:
-                keys = rows["key_a"].to_list() + rows["key_b"].to_list()
-            self._need[key] = list(dict.fromkeys(keys))
+            keys = rows["pair_key"] if scope == "pair" else pl.concat([rows["key_a"], rows["key_b"]])
+            self._need[key] = keys.unique()  # in no particular order
         return self._need[key]
+
+    def needed(self, dataset: str, split: str, scope: str) -> list[str]:
+        """The distinct keys the split needs of an entry of ``scope``, sorted."""
+        return self._needed(dataset, split, scope).sort().to_list()
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
         """(items of the split the entry lacks, items the split needs)."""
         if entry.key not in self._have:
-            self._have[entry.key] = self.store.existing_keys(entry)
-        have = self._have[entry.key]
-        need = self.needed(dataset, split, entry.scope)
-        return sum(1 for k in need if k not in have), len(need)
+            self._have[entry.key] = self.store.entry_keys(entry)
+        need = self._needed(dataset, split, entry.scope)
+        return int((~need.is_in(self._have[entry.key].implode())).sum()), need.len()
 
     def covered_splits(self, entry: EntryInfo) -> list[str]:
         """``dataset/split`` names of every split in the store the entry holds completely."""
