@@ -27,11 +27,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -39,8 +40,6 @@ from prior.featurestore.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from prior.featurestore.segments import EntryInfo, SegmentStore
 
 ROWS_PER_PART = 100_000
@@ -92,10 +91,15 @@ def _unwritable(folder: Path, exc: OSError) -> DataError:
                      "give --out a folder you can write")
 
 
-def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
+def write_partition(out: Path, dataset: str, split: str, parts: pa.Table | Iterable[pa.Table], *,
                     rows_per_part: int = ROWS_PER_PART) -> tuple[Path, tuple[str, ...]]:
-    """Write ``table`` as ``out/dataset=…/split=…/part-*.parquet``, replacing that partition
-    whole (module docstring); return the folder and its file names."""
+    """Write ``parts`` as ``out/dataset=…/split=…/part-*.parquet``, replacing that partition
+    whole (module docstring); return the folder and its file names. ``parts``: one table (cut
+    into ``rows_per_part`` rows per file) or the files' tables one after the other, made as they
+    are written (so a split is never held whole)."""
+    if isinstance(parts, pa.Table):
+        table = parts
+        parts = (table.slice(start, rows_per_part) for start in range(0, max(table.num_rows, 1), rows_per_part))
     parent = out / f"dataset={dataset}"
     final = parent / f"split={split}"
     parent.mkdir(parents=True, exist_ok=True)
@@ -104,10 +108,9 @@ def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
         fresh = staging / "new"
         fresh.mkdir()
         names = []
-        for i, start in enumerate(range(0, max(table.num_rows, 1), rows_per_part)):
+        for i, part in enumerate(parts):
             name = f"part-{i}.parquet"
-            pq.write_table(table.slice(start, rows_per_part), fresh / name, compression="zstd",
-                           row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(part, fresh / name, compression="zstd", row_group_size=ROW_GROUP_ROWS)
             names.append(name)
         old = staging / "old"
         moved = False
@@ -123,6 +126,24 @@ def write_partition(out: Path, dataset: str, split: str, table: pa.Table, *,
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final, tuple(names)
+
+
+def _row_parts(store: SegmentStore, source: SplitScan, dataset: str, split: str, rows_per_part: int,
+               metadata: Mapping[str, str], count: list[int]) -> Iterator[pa.Table]:
+    """The split's frame as tables of ``rows_per_part`` pair rows each, in row order, each read
+    by itself (a filtered scan: only its rows' sentences, parses and feature items are read), so
+    an export holds one part at a time; ``count`` gets the rows written. A split with no rows
+    gives one empty part."""
+    rows = store.pair_rows(dataset, split)["row"]
+    starts = range(0, max(rows.len(), 1), rows_per_part)
+    for start in starts:
+        if rows.is_empty():
+            frame = source.lazy().collect()
+        else:
+            lo, hi = rows[start], rows[min(start + rows_per_part, rows.len()) - 1]
+            frame = source.lazy().filter(pl.col("row").is_between(lo, hi)).collect()
+        count[0] += frame.height
+        yield portable_table(frame, metadata)
 
 
 def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str | os.PathLike[str],
@@ -149,13 +170,13 @@ def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str 
         raise _unwritable(folder, exc) from None
     done = []
     for split, source in sources.items():
-        frame = source.lazy().collect()
         meta = {"prior": json.dumps({"feature": feature, "dataset": dataset, "split": split, "store": store.location,
                                      "entries": [{"spec": e.spec, "key": e.key} for e in source.entries]})}
+        written = [0]
         try:
-            path, files = write_partition(folder, dataset, split, portable_table(frame, meta),
-                                          rows_per_part=rows_per_part)
+            path, files = write_partition(folder, dataset, split,
+                                          _row_parts(store, source, dataset, split, rows_per_part, meta, written))
         except OSError as exc:  # a full disk, a folder that vanished: what was exported before stays
             raise _unwritable(folder, exc) from None
-        done.append(ExportedSplit(dataset, split, frame.height, path, files, tuple(source.entries)))
+        done.append(ExportedSplit(dataset, split, written[0], path, files, tuple(source.entries)))
     return done

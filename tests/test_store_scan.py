@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -253,6 +254,26 @@ def test_export_again_replaces_a_partition_whole_and_keeps_the_others(store: Sto
         export_parquet(store, "wup", dataset="sick", out=out, splits=["test"])
     assert sorted(p.name for p in (out / "dataset=sick" / "split=test").iterdir()) == ["part-0.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
+
+
+def test_export_holds_one_part_at_a_time(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each part is read by itself (a filtered scan of its rows), never the whole split, and the
+    parts together are the split's frame."""
+    made: list[int] = []
+    portable = export_module.portable_table
+
+    def counting(frame: pl.DataFrame, metadata: dict[str, str]) -> Any:
+        made.append(frame.height)
+        return portable(frame, metadata)
+
+    monkeypatch.setattr(export_module, "portable_table", counting)
+    out = tmp_path / "export"
+    done = export_parquet(store, "wup", dataset="sick", out=out, splits=["train"], rows_per_part=3)
+    whole = store.frame("wup", dataset="sick", split="train")
+    assert made == [3] * (whole.height // 3) + ([whole.height % 3] if whole.height % 3 else [])
+    assert done[0].rows == whole.height and len(done[0].files) == len(made)
+    got = pl.scan_parquet(out, hive_partitioning=True).drop("dataset", "split").collect()
+    assert_frame_equal(got, whole)
 
 
 def test_export_bad_arguments_are_one_line_errors_and_write_nothing(store: Store, tmp_path: Path) -> None:
