@@ -89,13 +89,15 @@ def encode_indexed(tokenizer: Any, sentences: Sequence[Sequence[str]], index_a: 
     n = len(index_a)
     L = int(lengths.max()) if n else 0
     pad = tokenizer.pad_token_id or 0
-    input_ids = np.empty((n, L), dtype=np.int32)
-    token_type_ids = np.empty((n, L), dtype=np.int8)
-    seg = np.empty((n, L), dtype=np.int8)
-    wid = np.empty((n, L), dtype=np.int32)
-    j = np.arange(L, dtype=np.int64)[None, :]
+    input_ids = np.full((n, L), pad, dtype=np.int32)
+    token_type_ids = np.zeros((n, L), dtype=np.int8)
+    seg = np.full((n, L), -1, dtype=np.int8)
+    wid = np.full((n, L), -1, dtype=np.int32)
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
+        width = int(lengths[rows].max())  # the chunk's longest pair: its columns beyond stay padding
+        j = np.arange(width, dtype=np.int64)[None, :]
+        rows_w = (rows, slice(0, width))
         ka, kb = keep_a[rows, None], keep_b[rows, None]
         pos_a, pos_b = j - 1, j - ka - 2
         in_a = (pos_a >= 0) & (pos_a < ka)
@@ -104,11 +106,11 @@ def encode_indexed(tokenizer: Any, sentences: Sequence[Sequence[str]], index_a: 
                         np.where(in_b, offsets[index_b[rows], None] + pos_b, 0))
         word = in_a | in_b
         real = j < lengths[rows, None]
-        input_ids[rows] = np.where(word, ids[flat], np.where(real, sep_id, pad))
+        input_ids[rows_w] = np.where(word, ids[flat], np.where(real, sep_id, pad))
         input_ids[rows, 0] = cls_id
-        token_type_ids[rows] = (j >= ka + 2) & real
-        seg[rows] = np.where(in_a, 0, np.where(in_b, 1, -1))
-        wid[rows] = np.where(word, wids[flat], -1)
+        token_type_ids[rows_w] = (j >= ka + 2) & real
+        seg[rows_w] = np.where(in_a, 0, np.where(in_b, 1, -1))
+        wid[rows_w] = np.where(word, wids[flat], -1)
     return Encoded(input_ids, token_type_ids, lengths, seg, wid)
 
 
