@@ -5,9 +5,10 @@ a model reads, selected by the store's entry contract (`prior.featurestore.selec
 for the split's pairs (`prior.featurestore.frame.gather`; a view such as DAFA's M_F combines its
 entries here, `prior.layouts.views`). It tokenizes every distinct sentence once and assembles
 the pairs from those pieces (`prior.trainers.tokens`). Features become batch tensors by their
-storage layout alone (`prior.trainers.sources`): the loader knows no feature names. :meth:`PairData.batch` then builds a batch with no per-pair Python work: rows
-of padded arrays cut to the batch's longest pair (per-batch padding) and the feature grid built
-by vectorized gathers (`prior.trainers.grid`).
+storage layout alone (`prior.trainers.sources`): the loader knows no feature names.
+:meth:`PairData.batch` then builds a batch with no per-pair Python work: rows of padded arrays
+cut to the batch's longest pair (per-batch padding) and the feature grid built by vectorized
+gathers (`prior.trainers.grid`).
 """
 
 from __future__ import annotations
