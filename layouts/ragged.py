@@ -87,15 +87,24 @@ class Ragged:
         values = np.concatenate([np.array([fill], dtype=self.values.dtype), self.values])
         return Ragged(values, self.offsets + 1, self.rows, self.cols, padded=True)
 
-    def take(self, index: np.ndarray) -> Ragged:
+    def take(self, index: np.ndarray, chunk: int = 1 << 22) -> Ragged:
         """The items at ``index`` (int, each ≥ 0), in that order, as a new compact array:
-        one vectorized gather, no loop per item."""
+        vectorized gathers of about ``chunk`` values each (so the gather's int64 positions
+        stay small beside the values), no loop per item."""
         index = np.asarray(index, dtype=np.int64)
         sizes = self.sizes()[index]
         offsets = np.zeros(len(index), np.int64)
         if len(index) > 1:
             np.cumsum(sizes[:-1], out=offsets[1:])
         total = int(sizes.sum())
-        starts = np.repeat(self.offsets[index] - offsets, sizes)
-        values = self.values[np.arange(total, dtype=np.int64) + starts] if total else self.values[:0]
+        values = np.empty(total, dtype=self.values.dtype)
+        # item boundaries about every ``chunk`` values
+        cuts = np.unique(np.searchsorted(offsets, np.arange(0, total, max(chunk, 1)), side="right") - 1)
+        for lo, hi in zip(cuts, [*cuts[1:], len(index)]):
+            if hi <= lo:
+                continue
+            base, end = int(offsets[lo]), int(offsets[hi - 1] + sizes[hi - 1])
+            starts = np.repeat(self.offsets[index[lo:hi]] - offsets[lo:hi], sizes[lo:hi])
+            starts += np.arange(base, end, dtype=np.int64)
+            values[base:end] = self.values[starts]
         return Ragged(values, offsets, self.rows[index].astype(np.int64), self.cols[index].astype(np.int64))

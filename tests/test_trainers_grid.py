@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from prior.layouts.ragged import Ragged
-from prior.trainers.data import encode_pairs
 from prior.trainers.grid import mask_grid, pair_grid, word_rows
+from prior.trainers.tokens import encode_pairs
 from tests.trainers_fixtures import tiny_tokenizer
 
 A = ["the", "unbelievable", "cat"]  # "unbelievable" → un ##believ ##able

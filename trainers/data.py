@@ -3,11 +3,12 @@
 :func:`load_split` reads the store once: the split's pairs, the parse's words, and the feature
 a model reads, selected by the store's entry contract (`prior.featurestore.selection`) and gathered
 for the split's pairs (`prior.featurestore.frame.gather`; a view such as DAFA's M_F combines its
-entries here, `prior.layouts.views`). It tokenizes every pair once (`prior.trainers.tokens`). Features
-become batch tensors by their storage layout alone (`prior.trainers.sources`): the loader knows no
-feature names. :meth:`PairData.batch` then builds a batch with no per-pair Python work: rows
-of padded arrays cut to the batch's longest pair (per-batch padding) and the feature grid built
-by vectorized gathers (`prior.trainers.grid`).
+entries here, `prior.layouts.views`). It tokenizes every distinct sentence once and assembles
+the pairs from those pieces (`prior.trainers.tokens`). Features become batch tensors by their
+storage layout alone (`prior.trainers.sources`): the loader knows no feature names.
+:meth:`PairData.batch` then builds a batch with no per-pair Python work: rows of padded arrays
+cut to the batch's longest pair (per-batch padding) and the feature grid built by vectorized
+gathers (`prior.trainers.grid`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from prior.featurestore.store import EntryInfo
 from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from prior.layouts.views import VIEWS, column_name, view_of
 from prior.trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
-from prior.trainers.tokens import Encoded, encode_pairs
+from prior.trainers.tokens import Encoded, encode_indexed
 
 log = logging.getLogger(__name__)
 
@@ -284,14 +285,19 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
         raise MissingFeatureError(f"{store.location}: {len(missing)} sentences of {dataset}/{split} "
                                   f"have no parse {str(parse)[:12]}; restore them with: {render(recipe)}",
                                   recipe=recipe)
-    encoded = encode_pairs(tokenizer, [words[k] for k in key_a], [words[k] for k in key_b], max_length)
+    position = {k: i for i, k in enumerate(words)}
+    index_a = np.fromiter((position[k] for k in key_a), dtype=np.int64, count=len(key_a))
+    index_b = np.fromiter((position[k] for k in key_b), dtype=np.int64, count=len(key_b))
+    sentences = list(words.values())
+    encoded = encode_indexed(tokenizer, sentences, index_a, index_b, max_length)
     parsers = store.parse_ids()
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": len(pair_keys),
                    "parse": parse, "parser": parsers.get(parse) if parse else None,
                    "entries": dict(source.fingerprint) if source else {}}
     if (read is not None and read != feature) or feature == "dep":
         fingerprint["dep_view"] = read
-    counts = np.array([[len(words[a]), len(words[b])] for a, b in zip(key_a, key_b)], dtype=np.int64)
+    sizes = np.fromiter((len(w) for w in sentences), dtype=np.int64, count=len(sentences))
+    counts = np.stack([sizes[index_a], sizes[index_b]], axis=1)
     return PairData(dataset=dataset, split=split, pair_keys=np.asarray(pair_keys, dtype=object),
                     labels=labels, label_kind=kind, label_names=names, encoded=encoded,
                     source=source, fingerprint=fingerprint,

@@ -175,8 +175,11 @@ def source_for(layout: Layout, values: dict[str, Ragged], column: str, fingerpri
     ``table`` is a `WordIds` layout's vectors (one zero row appended)."""
     if isinstance(layout, PairMatrix):
         matrices = values[column]
-        if layout.shift:
-            matrices = replace(matrices, values=matrices.values.astype(np.float32) + np.float32(layout.shift))
+        if layout.shift:  # shifted and filled in one copy (`Ragged.with_fill`'s layout)
+            flat = np.empty(len(matrices.values) + 1, dtype=np.float32)
+            flat[0] = layout.neutral
+            np.add(matrices.values, np.float32(layout.shift), out=flat[1:], dtype=np.float32)
+            matrices = Ragged(flat, matrices.offsets + 1, matrices.rows, matrices.cols, padded=True)
         return PairGridSource(matrices, fingerprint, neutral=layout.neutral)
     if isinstance(layout, SentenceMask):
         return MaskSource(*_sides(values[f"{column}_a"], values[f"{column}_b"]), fingerprint)

@@ -1,22 +1,35 @@
-"""Word pieces for stored words: every pair tokenized once, each piece keeping its word's index.
+"""Word pieces for stored words: every distinct sentence tokenized once, each piece keeping its
+word's index.
 
-`encode_pairs` runs a fast tokenizer on the stored words, ``tokenizer(words_a, words_b,
-is_split_into_words=True, truncation="longest_first")``, so that ``word_ids`` map each word
-piece to the stored word index (``wid``) and its sentence (``seg``: 0 = A, 1 = B, -1 =
-special token or padding). Truncation drops pieces from the end of the longer sentence;
-every kept piece keeps its word index, so a feature is cut exactly as the input is.
+The result is what a fast tokenizer gives for each pair, ``tokenizer(words_a, words_b,
+is_split_into_words=True, truncation="longest_first")``, with ``word_ids`` mapping each word
+piece to the stored word index (``wid``) and its sentence (``seg``: 0 = A, 1 = B, -1 = special
+token or padding). Truncation drops pieces from the end of the longer sentence; every kept piece
+keeps its word index, so a feature is cut exactly as the input is.
+
+A split has far fewer distinct sentences than pairs (SNLI: each premise in about three pairs),
+so :func:`encode_indexed` tokenizes each distinct sentence once, without special tokens, and
+assembles every pair's ``[CLS] A [SEP] B [SEP]`` row with numpy: the tokenizer's own
+``longest_first`` rule (:func:`pair_budget`) and special tokens, filling preallocated compact
+arrays a chunk of pairs at a time. It does so only for a tokenizer whose pair layout is BERT's
+(checked on a probe pair, :func:`bert_pair_layout`); any other tokenizer encodes pair by pair
+(:func:`encode_each`), which is also the reference the fast path is tested against.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from prior.featurestore.errors import PriorError
 from prior.trainers.grid import token_positions
+
+#: how many sentences (or pairs) go to the tokenizer, or through numpy, at once
+CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -30,12 +43,143 @@ class Encoded:
     wid: np.ndarray  # int32 (N, L): word index in its sentence, -1 = special/pad
 
 
-def encode_pairs(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
-                 max_length: int, chunk: int = 2048) -> Encoded:
-    """Tokenize pairs of word lists with a fast tokenizer, keeping each piece's word index."""
+def _check_fast(tokenizer: Any) -> None:
     if not getattr(tokenizer, "is_fast", False):
         raise PriorError(f"{type(tokenizer).__name__} is not a fast tokenizer: word_ids are needed "
                          "to align word-level features; use a backbone with a tokenizer.json")
+
+
+def encode_pairs(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
+                 max_length: int, chunk: int = CHUNK) -> Encoded:
+    """Tokenize pairs of word lists with a fast tokenizer, keeping each piece's word index
+    (each distinct word list once)."""
+    position: dict[tuple[str, ...], int] = {}
+    sentences: list[Sequence[str]] = []
+
+    def index(side: Sequence[Sequence[str]]) -> np.ndarray:
+        out = np.empty(len(side), dtype=np.int64)
+        for i, words in enumerate(side):
+            key = tuple(words)
+            at = position.get(key)
+            if at is None:
+                at = position[key] = len(sentences)
+                sentences.append(words)
+            out[i] = at
+        return out
+
+    index_a, index_b = index(words_a), index(words_b)
+    return encode_indexed(tokenizer, sentences, index_a, index_b, max_length, chunk=chunk)
+
+
+def encode_indexed(tokenizer: Any, sentences: Sequence[Sequence[str]], index_a: np.ndarray,
+                   index_b: np.ndarray, max_length: int, chunk: int = CHUNK) -> Encoded:
+    """Pairs given as two indices into distinct ``sentences`` (word lists): pair i is
+    (``sentences[index_a[i]]``, ``sentences[index_b[i]]``)."""
+    _check_fast(tokenizer)
+    index_a, index_b = np.asarray(index_a, dtype=np.int64), np.asarray(index_b, dtype=np.int64)
+    layout = bert_pair_layout(tokenizer)
+    if layout is None or max_length <= 3:
+        return encode_each(tokenizer, [sentences[int(i)] for i in index_a],
+                           [sentences[int(i)] for i in index_b], max_length, chunk)
+    cls_id, sep_id = layout
+    ids, wids, offsets = _pieces(tokenizer, sentences, chunk)
+    sizes = np.diff(offsets)
+    keep_a, keep_b = pair_budget(sizes[index_a], sizes[index_b], max_length - 3)
+    lengths = (keep_a + keep_b + 3).astype(np.int32)
+    n = len(index_a)
+    L = int(lengths.max()) if n else 0
+    pad = tokenizer.pad_token_id or 0
+    input_ids = np.full((n, L), pad, dtype=np.int32)
+    token_type_ids = np.zeros((n, L), dtype=np.int8)
+    seg = np.full((n, L), -1, dtype=np.int8)
+    wid = np.full((n, L), -1, dtype=np.int32)
+    for start in range(0, n, chunk):
+        rows = slice(start, start + chunk)
+        width = int(lengths[rows].max())  # the chunk's longest pair: its columns beyond stay padding
+        j = np.arange(width, dtype=np.int64)[None, :]
+        rows_w = (rows, slice(0, width))
+        ka, kb = keep_a[rows, None], keep_b[rows, None]
+        pos_a, pos_b = j - 1, j - ka - 2
+        in_a = (pos_a >= 0) & (pos_a < ka)
+        in_b = (pos_b >= 0) & (pos_b < kb)
+        flat = np.where(in_a, offsets[index_a[rows], None] + pos_a,
+                        np.where(in_b, offsets[index_b[rows], None] + pos_b, 0))
+        word = in_a | in_b
+        real = j < lengths[rows, None]
+        input_ids[rows_w] = np.where(word, ids[flat], np.where(real, sep_id, pad))
+        input_ids[rows, 0] = cls_id
+        token_type_ids[rows_w] = (j >= ka + 2) & real
+        seg[rows_w] = np.where(in_a, 0, np.where(in_b, 1, -1))
+        wid[rows_w] = np.where(word, wids[flat], -1)
+    return Encoded(input_ids, token_type_ids, lengths, seg, wid)
+
+
+def pair_budget(size_a: np.ndarray, size_b: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of A and of B that ``longest_first`` truncation keeps when a pair may hold
+    ``budget`` pieces (max_length less the special tokens): nothing cut when both fit; else the
+    longer one cut to what the shorter leaves, unless the shorter takes over half, when each
+    keeps half (the longer one the odd piece; B when both are as long)."""
+    a, b = np.asarray(size_a, dtype=np.int64), np.asarray(size_b, dtype=np.int64)
+    short = np.minimum(a, b)
+    keep_long = np.where(short > budget, short, np.maximum(short, budget - short))
+    keep_short = short
+    halves = keep_short + keep_long > budget
+    keep_short = np.where(halves, budget // 2, keep_short)
+    keep_long = np.where(halves, budget // 2 + budget % 2, keep_long)
+    a_long = a > b  # the tokenizer swaps only when A is strictly longer
+    keep_a = np.where(a_long, keep_long, keep_short)
+    keep_b = np.where(a_long, keep_short, keep_long)
+    fits = a + b <= budget
+    return np.where(fits, a, np.minimum(a, keep_a)), np.where(fits, b, np.minimum(b, keep_b))
+
+
+def bert_pair_layout(tokenizer: Any) -> tuple[int, int] | None:
+    """(CLS id, SEP id) when the tokenizer lays a pair out as BERT does, ``[CLS] A [SEP] B
+    [SEP]`` with type ids 0 up to the first [SEP] and 1 after it, and truncates on the right;
+    None otherwise (checked on a probe pair against its own encoding)."""
+    cls_id, sep_id = getattr(tokenizer, "cls_token_id", None), getattr(tokenizer, "sep_token_id", None)
+    if cls_id is None or sep_id is None or getattr(tokenizer, "truncation_side", "right") != "right":
+        return None
+    if tokenizer.num_special_tokens_to_add(pair=True) != 3:
+        return None
+    a, b = ["the", "cat"], ["a", "dog", "sat"]
+    bare = tokenizer([a, b], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    pair = tokenizer([a], [b], is_split_into_words=True, return_token_type_ids=True)
+    ids_a, ids_b = list(bare[0]), list(bare[1])
+    if list(pair["input_ids"][0]) != [cls_id, *ids_a, sep_id, *ids_b, sep_id]:
+        return None
+    if list(pair["token_type_ids"][0]) != [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1):
+        return None
+    return int(cls_id), int(sep_id)
+
+
+def _pieces(tokenizer: Any, sentences: Sequence[Sequence[str]], chunk: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every sentence's word pieces without special tokens, flat: (ids int32, word index int32,
+    offsets int64 with one more entry than sentences)."""
+    sizes = np.zeros(len(sentences), dtype=np.int64)
+    ids_parts: list[np.ndarray] = []
+    wid_parts: list[np.ndarray] = []
+    for start in range(0, len(sentences), chunk):
+        part = [list(w) for w in sentences[start:start + chunk]]
+        enc = tokenizer(part, is_split_into_words=True, add_special_tokens=False)
+        rows = enc["input_ids"]
+        n = [len(r) for r in rows]
+        sizes[start:start + len(part)] = n
+        total = sum(n)
+        ids_parts.append(np.fromiter(chain.from_iterable(rows), dtype=np.int32, count=total))
+        wid_parts.append(np.fromiter(chain.from_iterable(enc.word_ids(i) for i in range(len(part))),
+                                     dtype=np.int32, count=total))
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    empty = np.zeros(1, dtype=np.int32)  # so that index 0 exists when no sentence has a piece
+    return (np.concatenate([*ids_parts, empty]), np.concatenate([*wid_parts, empty]), offsets)
+
+
+def encode_each(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
+                max_length: int, chunk: int = CHUNK) -> Encoded:
+    """Tokenize pair by pair (the tokenizer's own pair encoding): for any fast tokenizer."""
+    _check_fast(tokenizer)
     ids: list[list[int]] = []
     types: list[list[int]] = []
     positions: list[tuple[np.ndarray, np.ndarray]] = []
