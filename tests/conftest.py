@@ -9,6 +9,11 @@ from typing import Any
 
 import pytest
 
+# Errors that name a build render it through the renderer `prior.cli` installs when imported
+# (library code alone gets a plain description, `tests/test_recipe.py`); tests that assert the
+# printed `prior build` lines must not depend on whether another test imported the CLI first.
+import prior.cli  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
