@@ -49,7 +49,9 @@ def inputs_digest(store: Store, options: Any, fingerprint: dict[str, Any], sourc
                     for f, built_by in planned]
     except Exception:  # noqa: BLE001 - settings known only after prepare: the build works it out
         return None
-    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    # the file's columns count as they resolve ("read" below): spelling out a default column
+    # (the CLI does) is the same build as leaving it out (a library call does)
+    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "columns"}
     if options.embeddings is not None:
         given["embeddings_file"] = _file_state(str(options.embeddings))
     inputs = {"format": RECORD_FORMAT, "store": store.location, "options": given, "read": options.read_kwargs(),

@@ -78,6 +78,17 @@ def test_dropped_feature_segment_is_noticed_and_rebuilt(tmp_path: Path, opened: 
     assert opened == Counter()
 
 
+def test_default_columns_spelled_out_are_the_same_build(tmp_path: Path, opened: Counter[str]) -> None:
+    """The CLI spells out a file's default columns, a library call leaves them out: one build,
+    so a rerun either way answers from the record the other wrote."""
+    build(*_opts(tmp_path / "s", limit=3))
+    opened.clear()
+    spelled = {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "label_kind": "class"}
+    again = build(*_opts(tmp_path / "s", limit=3, columns=spelled))
+    assert opened == Counter()
+    assert again.computed == 0
+
+
 def test_other_split_or_options_are_not_answered_from_the_record(tmp_path: Path, opened: Counter[str]) -> None:
     location = tmp_path / "s"
     build(*_opts(location, limit=3))
