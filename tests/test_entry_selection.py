@@ -14,28 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.featurestore.recipe import FeatureRecipe, Recipe
 from prior.featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
+from tests.cli_run import cli, cli_error
 from tests.trainers_fixtures import tiny_backbone
 
-runner = CliRunner()
 VARIANT = ["-o", "dep.nu=0.25", "-o", "wup.preset=uerbert-code"]
-
-
-def cli(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def cli_error(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 1, result.output
-    return result.output
 
 
 def build(store: Path, dataset: str, *extra: str, limit: int = 5) -> None:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from prior.cli.main import app
 from prior.featurestore import open_store
+from tests.cli_run import cli
 from tests.trainers_fixtures import tiny_backbone
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -41,12 +40,6 @@ def registered(monkeypatch: pytest.MonkeyPatch):
         feature.OverlapFeature(**options.feature_options.get("overlap", {}))])
     models.register_model(model.OverlapBertModel)
     return feature, model
-
-
-def cli(*args: object) -> str:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_extending_a_feature_and_a_model_end_to_end(registered, tmp_path: Path) -> None:

@@ -13,29 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.pipeline.datasets import SPECS
+from tests.cli_run import cli as ok
+from tests.cli_run import one_line_error
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
-runner = CliRunner()
 QUICK = ["--parser", "spacy", "--features", "sdoi", "--workers", "0"]
-
-
-def ok(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def one_line_error(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 1, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
 
 
 def hinted_command(message: str) -> list[str]:

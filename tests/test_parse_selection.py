@@ -16,7 +16,7 @@ import pytest
 
 from prior.featurestore import open_store
 from prior.featurestore.selection import ParseSelectionError, recorded_parsers, select_parse
-from tests.test_entry_selection import cli, cli_error
+from tests.cli_run import cli, cli_error
 from tests.trainers_fixtures import tiny_backbone
 
 

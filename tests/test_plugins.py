@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from prior.cli import plugins
 from prior.cli.main import app
 from prior.featurestore import open_store
+from tests.cli_run import cli
 from tests.trainers_fixtures import tiny_backbone
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -47,12 +48,6 @@ def user_files(directory: Path) -> tuple[Path, Path]:
     model.write_text((EXAMPLES / "overlap_model.py").read_text() + "\n\n"
                      "from prior.trainers.models import register_model\nregister_model(OverlapBertModel)\n")
     return feature, model
-
-
-def cli(*args: object, input: str | None = None) -> str:
-    result = CliRunner().invoke(app, [str(a) for a in args], input=input)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_plugins_code_builds_trains_and_predicts(registries: None, tmp_path: Path,

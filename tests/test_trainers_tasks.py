@@ -7,23 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from prior.cli.main import app
 from prior.trainers.registry import task_for
+from tests.cli_run import cli
 from tests.trainers_fixtures import tiny_backbone
-
-runner = CliRunner()
 
 #: sentences of the tiny vocabulary; a pair's score is how many "cat"s it holds
 SENTENCES = ["the cat sat", "a dog ran", "a big cat ran", "the bird flew away", "the small cat sat on the mat",
              "a big dog sat"]
-
-
-def cli(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_tasks_come_from_the_label_kind_not_the_name() -> None:
