@@ -64,7 +64,7 @@ def breakdown(store: str, dataset: str, features: str) -> dict:
     """Seconds the checks take within one cold pass of every frame (this process, this tree)."""
     import time
 
-    import prior.featurestore.segments as segments_module
+    import prior.featurestore.segment_files as segment_files_module
     from prior.featurestore import catalog, checked, fs, open_store
 
     spent = {"read_checked": 0.0, "reading_in_checked": 0.0, "record_problem": 0.0, "inside": 0.0}
@@ -85,7 +85,7 @@ def breakdown(store: str, dataset: str, features: str) -> dict:
         setattr(owner, name, timed)
 
     wrap(checked, "read_checked", "read_checked")
-    segments_module.read_checked = checked.read_checked  # imported by name there
+    segment_files_module.read_checked = checked.read_checked  # imported by name there
     wrap(fs.StoreFS, "read_bytes", "reading_in_checked", only=lambda args: args[1].startswith("segments/"))
     wrap(catalog, "record_problem", "record_problem")
     wrap(fs.StoreFS, "inside", "inside")
@@ -102,7 +102,7 @@ def breakdown(store: str, dataset: str, features: str) -> dict:
     finally:
         for owner, name, original in reversed(patched):
             setattr(owner, name, original)
-        segments_module.read_checked = checked.read_checked
+        segment_files_module.read_checked = checked.read_checked
     added = spent["read_checked"] - spent["reading_in_checked"] + spent["record_problem"] + spent["inside"]
     return {"pass_s": round(total, 3), "checks_s": round(added, 3), "fraction": round(added / total, 4),
             **{k: round(v, 4) for k, v in spent.items()}}

@@ -42,7 +42,8 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
 from prior.featurestore.errors import StoreError
 from prior.featurestore.lease import Lease, check_live, claim
-from prior.featurestore.segments import SegmentStore, indexed_items, read_arrays, read_parquet, write_parquet
+from prior.featurestore.segment_files import indexed_items, read_arrays, read_parquet, write_parquet
+from prior.featurestore.segments import SegmentStore
 from prior.featurestore.tensors import write_flat
 from prior.layouts.ragged import Ragged
 

@@ -40,7 +40,8 @@ from prior.featurestore.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
 
 if TYPE_CHECKING:
-    from prior.featurestore.segments import EntryInfo, SegmentStore
+    from prior.featurestore.entries import EntryInfo
+    from prior.featurestore.segments import SegmentStore
 
 ROWS_PER_PART = 100_000
 ROW_GROUP_ROWS = 2_048  # row groups small enough to stream a split of large matrices

@@ -23,14 +23,15 @@ import polars as pl
 
 from prior.featurestore.errors import StoreError
 from prior.featurestore.missing import check_held
-from prior.featurestore.segments import PARSE_COLUMNS
+from prior.featurestore.segment_files import PARSE_COLUMNS
 from prior.featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from prior.featurestore.tensors import nested_column
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import column_name, view_of
 
 if TYPE_CHECKING:
-    from prior.featurestore.segments import EntryInfo, SegmentStore
+    from prior.featurestore.entries import EntryInfo
+    from prior.featurestore.segments import SegmentStore
 
 
 def view_entries(store: SegmentStore, feature: str, *, dataset: str, split: str,

@@ -17,9 +17,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from prior.featurestore.entries import EntryInfo
 from prior.featurestore.errors import NotFoundError, PriorError
 from prior.featurestore.recipe import FeatureRecipe, Recipe, read_recorded, render
-from prior.featurestore.segments import EntryInfo, source_of
+from prior.featurestore.segment_files import source_of
 from prior.featurestore.selection import Coverage, build_recipe, feature_recipe
 
 if TYPE_CHECKING:

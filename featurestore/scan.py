@@ -42,7 +42,7 @@ import polars as pl
 from prior.featurestore.errors import NotFoundError, StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
-from prior.featurestore.segments import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
+from prior.featurestore.segment_files import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
 from prior.featurestore.selection import Coverage
 from prior.featurestore.tensors import nested_column, numpy_column
 from prior.layouts.kinds import SentenceVector, WordIds
@@ -51,7 +51,8 @@ from prior.layouts.views import View, column_name, view_of
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
-    from prior.featurestore.segments import EntryInfo, SegmentStore
+    from prior.featurestore.entries import EntryInfo
+    from prior.featurestore.segments import SegmentStore
 
 TEXT_COLUMNS = ("text_a", "text_b")
 _PARSE_TYPES: dict[str, pl.DataType] = {c: pl.List(pl.Int32 if c == "heads" else pl.String) for c in PARSE_COLUMNS}

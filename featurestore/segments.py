@@ -29,149 +29,37 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
-from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
+from prior.featurestore.checked import damaged
+from prior.featurestore.entries import EntryInfo, FeatureData, Resource
 from prior.featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
+from prior.featurestore.segment_files import (
+    PARSE_COLUMNS,
+    indexed_items,
+    parquet_writer,
+    polars_frame,
+    read_arrays,
+    read_parquet,
+    source_of,
+    write_parquet,
+)
 from prior.featurestore.storage_options import resolve as resolve_storage_options
-from prior.featurestore.tensors import flatten, numpy_column, read_flat_files, read_flat_ranges, write_flat
-from prior.layouts.kinds import Layout
-from prior.layouts.kinds import from_json as layout_from_json
-from prior.layouts.kinds import to_json as layout_json
+from prior.featurestore.tensors import flatten, write_flat
 from prior.layouts.ragged import Ragged
 
 FORMAT: dict[str, Any] = {"format": "prior-store", "version": 1}
-PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
-
-
-@dataclass(frozen=True)
-class EntryInfo:
-    """A feature entry: what was computed, with which parameters, from which parse.
-
-    ``options`` are the build options (``prior build -o FEATURE.NAME=VALUE``) whose values
-    differ from the feature's defaults: ``{}`` marks the entry a build without ``-o`` makes,
-    the one reads pick when no parameters are given (`prior.featurestore.selection`). ``built_by``
-    is the ``--features`` name of the build that makes the entry (``dep`` makes ``tfidf``).
-    ``recipe`` is what of a build makes this entry again (its feature, non-default options and
-    input files: `prior.featurestore.recipe`), for the build an error names.
-    ``layout`` says what the values are (`prior.layouts.kinds`), so readers need no feature names.
-    None of these is part of the key: the key is ``name@version`` + params + parse. Entries
-    written before they were recorded have ``options`` None (treated as default).
-    """
-
-    key: str
-    name: str
-    version: int
-    params: dict[str, Any]
-    parse: str | None
-    scope: str  # "sentence" | "pair"
-    components: tuple[str, ...]
-    options: dict[str, Any] | None = None
-    built_by: str | None = None
-    recipe: Recipe | None = None
-    layout: Layout | None = None
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}@{self.version}"
-
-    @property
-    def is_default(self) -> bool:
-        """Made by a build without options for its feature (entries without a record count as default)."""
-        return not self.options
-
-    def target(self) -> dict[str, Any]:
-        out = {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
-               "parse": self.parse, "scope": self.scope, "components": list(self.components)}
-        if self.options is not None:
-            out["options"] = dict(self.options)
-        if self.built_by is not None:
-            out["built_by"] = self.built_by
-        if self.recipe is not None:
-            out["recipe"] = self.recipe.to_dict()
-        if self.layout is not None:
-            out["layout"] = layout_json(self.layout)
-        return out
-
-    @classmethod
-    def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
-        options = t.get("options")
-        try:
-            layout = layout_from_json(t["layout"]) if t.get("layout") is not None else None
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"entry {t.get('entry')}: its recorded layout is unusable ({exc})") from None
-        return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
-                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
-                   options=None if options is None else dict(options), built_by=t.get("built_by"),
-                   recipe=read_recorded(t, options), layout=layout)
-
-
-def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
-               components: Sequence[str], *, options: Mapping[str, Any] | None = None,
-               built_by: str | None = None, recipe: Recipe | None = None,
-               layout: Layout | None = None) -> EntryInfo:
-    if scope not in ("sentence", "pair"):
-        raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
-    return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
-                     params=dict(params), parse=parse, scope=scope, components=tuple(components),
-                     options=None if options is None else dict(options), built_by=built_by,
-                     recipe=recipe, layout=layout)
-
-
-@dataclass
-class FeatureData:
-    """Every committed item of one entry, in memory: per component one `Ragged` array.
-
-    ``get(key)`` returns component → array views (no copies). A key written twice (two
-    concurrent builds) resolves to its first committed copy.
-    """
-
-    entry: EntryInfo
-    keys: np.ndarray
-    index: dict[str, int]
-    components: dict[str, Ragged]
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.index
-
-    def array(self, component: str, i: int) -> np.ndarray:
-        return self.components[component].get(i)
-
-    def get(self, key: str) -> dict[str, np.ndarray]:
-        try:
-            i = self.index[key]
-        except KeyError:
-            raise NotFoundError(f"{self.entry.spec} (entry {self.entry.key}) has no item for key {key}") from None
-        return {comp: self.array(comp, i) for comp in self.entry.components}
-
-    def positions(self, keys: Sequence[str]) -> np.ndarray:
-        """Row of each key in this table, -1 where absent."""
-        return np.fromiter((self.index.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
-
-
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    key: str
-    table: pa.Table
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -184,134 +72,6 @@ def _reach_hint(location: str) -> str:
         return ""
     return ("; check the URL, the endpoint and the credentials: fsspec storage options go in "
             "--storage-option KEY=VALUE or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, secret=…, anon=true)")
-
-
-def _frame(table: pa.Table) -> pl.DataFrame:
-    """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
-def source_of(segment: Segment) -> str:
-    """A pairs segment's source: the file's checksum and the options it was read with."""
-    return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
-
-
-def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """A committed Parquet file (checked against its record on its first read in this process);
-    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback."""
-    # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
-    # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
-    wanted = list(columns) if columns else None
-    try:
-        if not is_verified(fs, segment, inner):
-            with pq.ParquetFile(pa.BufferReader(read_checked(fs, segment, inner))) as pf:
-                return pf.read(columns=wanted)
-        rel = f"{segment.folder}/{inner}"
-        if fs.local:
-            with pq.ParquetFile(fs.path(rel)) as pf:
-                return pf.read(columns=wanted)
-        with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-            return pf.read(columns=wanted)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str], key: str,
-                       keys: pl.Series) -> pl.DataFrame:
-    """The rows of a committed Parquet file whose ``key`` column is in ``keys``, with ``key``
-    and ``columns`` (checked as `read_parquet` checks): read by Polars, which decodes the other
-    columns only for the matching rows, so a few rows of a large table cost about its key
-    column. A file that cannot be decoded is a `StoreError` naming it."""
-    import io
-
-    rel = f"{segment.folder}/{inner}"
-    source: Any
-    if not is_verified(fs, segment, inner):
-        source = io.BytesIO(read_checked(fs, segment, inner))
-    elif fs.local:
-        source = fs.path(rel)
-    else:
-        source = io.BytesIO(fs.read_bytes(rel))
-    wanted = list(dict.fromkeys([key, *columns]))
-    try:
-        return (pl.scan_parquet(source).select(wanted).filter(pl.col(key).is_in(keys.implode()))
-                .collect())
-    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
-    recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
-    decoded from the checked bytes; the group's other arrays are not read. A group that still
-    cannot be decoded is a `StoreError` naming the segment."""
-    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
-    for name in names:
-        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
-    try:
-        return read_flat_files(files, names)
-    except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
-        raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[str],
-               positions: np.ndarray) -> dict[str, Ragged]:
-    """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
-    `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
-    values are kept while the chunk is decompressed (`prior.featurestore.tensors.read_flat_ranges`);
-    an array stored otherwise is decoded whole and the items taken from it."""
-    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
-    for name in names:
-        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
-    rows = np.asarray(positions, dtype=np.int64)
-    out: dict[str, Ragged] = {}
-    for name in names:
-        def column(part: str, name: str = name) -> np.ndarray:
-            return np.asarray(numpy_column(index, f"{name}.{part}"), dtype=np.int64)[rows]
-
-        offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
-        sizes = nrows * np.where(ncols < 0, 1, ncols)
-        try:
-            values = read_flat_ranges(files, name, offsets, sizes)
-            if values is None:
-                whole = read_flat_files(files, [name])[name]
-                out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
-                continue
-        except PriorError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - zarr and arrow raise many types; all mean the same here
-            raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
-        starts = np.zeros(len(rows), np.int64)
-        if len(rows) > 1:
-            np.cumsum(sizes[:-1], out=starts[1:])
-        out[name] = Ragged(values, starts, nrows, ncols)
-    return out
-
-
-def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
-    """A feature segment's items of ``component``: its flat array with the offsets and shapes
-    of the segment's index (`prior.featurestore.tensors`)."""
-    def column(part: str) -> np.ndarray:
-        return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
-
-    return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
-
-
-def write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
-    fs.makedirs(rel.rsplit("/", 1)[0])
-    with fs.open(rel, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-
-
-def _parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
-    """A segment's ``write`` for one Parquet file."""
-    def write(folder: str) -> list[str]:
-        write_parquet(fs, f"{folder}/{name}", table)
-        return [name]
-
-    return write
 
 
 class SegmentStore:
@@ -429,7 +189,7 @@ class SegmentStore:
         if missing := required - set(table.column_names):
             raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
         return self._write_segment("pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
-                                   table.num_rows, _parquet_writer(self.fs, "pairs.parquet", table), meta)
+                                   table.num_rows, parquet_writer(self.fs, "pairs.parquet", table), meta)
 
     def datasets(self) -> list[tuple[str, str]]:
         return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
@@ -448,7 +208,7 @@ class SegmentStore:
         segs = self.split_segments(dataset, split)
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
-        frames = [_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
+        frames = [polars_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
         df = pl.concat(frames, how="vertical_relaxed")
         if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
             df = df.filter(pl.col("row").is_first_distinct()).sort("row")
@@ -456,7 +216,7 @@ class SegmentStore:
 
     def pair_rows_of(self, segment: Segment) -> pl.DataFrame:
         """One pairs segment's rows."""
-        return _frame(read_parquet(self.fs, segment, "pairs.parquet"))
+        return polars_frame(read_parquet(self.fs, segment, "pairs.parquet"))
 
     def missing_split(self, dataset: str, split: str) -> str:
         """Why ``dataset/split`` has no pairs, and the build line that adds it, replayed from
@@ -475,10 +235,10 @@ class SegmentStore:
         if not keys:
             return None
         table = pa.table({"sent_key": pa.array(keys, pa.string()), "text": pa.array(texts, pa.string())})
-        return self._write_segment("sentences", {}, len(keys), _parquet_writer(self.fs, "sentences.parquet", table))
+        return self._write_segment("sentences", {}, len(keys), parquet_writer(self.fs, "sentences.parquet", table))
 
     def sentences(self) -> pl.DataFrame:
-        frames = [_frame(read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
+        frames = [polars_frame(read_parquet(self.fs, s, "sentences.parquet")) for s in self.segments("sentences")]
         if not frames:
             return pl.DataFrame(schema={"sent_key": pl.String, "text": pl.String})
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
@@ -500,7 +260,7 @@ class SegmentStore:
             columns[col] = pa.array([list(r[col]) for r in records], typ)
         target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
         return self._write_segment("parses", target, len(keys),
-                                   _parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
+                                   parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
@@ -530,7 +290,7 @@ class SegmentStore:
                 continue
 
             def load(s: Segment = s) -> pl.DataFrame:
-                return _frame(read_parquet(self.fs, s, "parses.parquet", wanted))
+                return polars_frame(read_parquet(self.fs, s, "parses.parquet", wanted))
 
             frame = PARSE_SEGMENTS.get((self.location, s.id, tuple(wanted or ())), load) if cache else load()
             # filtered per segment: a worker reading one partition's sentences never holds the
@@ -582,7 +342,7 @@ class SegmentStore:
     def entry_keys(self, entry: EntryInfo | str) -> pl.Series:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
         key = entry if isinstance(entry, str) else entry.key
-        parts = [_frame(read_parquet(self.fs, s, "index.parquet", ["key"])).to_series()
+        parts = [polars_frame(read_parquet(self.fs, s, "index.parquet", ["key"])).to_series()
                  for s in self.segments("feature") if s.target["entry"] == key]
         return pl.concat(parts) if parts else pl.Series("key", [], dtype=pl.String())
 

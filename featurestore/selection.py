@@ -51,7 +51,8 @@ from prior.featurestore.recipe import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from prior.featurestore.segments import EntryInfo, SegmentStore
+    from prior.featurestore.entries import EntryInfo
+    from prior.featurestore.segments import SegmentStore
 
 
 # The parser a build uses and a read without a feature reads the parse of, unless told otherwise

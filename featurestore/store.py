@@ -2,7 +2,7 @@
 query it as Polars frames.
 
 Two layers: `prior.featurestore.segments` is the file format (segments, their reads and writes,
-checks, the catalog, entry records); the query modules (`selection`, `frame`, `scan`, `export`,
+checks, the catalog, entry records; with `segment_files` and `entries` below it); the query modules (`selection`, `frame`, `scan`, `export`,
 `missing`) work on its `SegmentStore`. `Store` is both together: a `SegmentStore` with the query
 methods (``find_entry``, ``select``, ``pairs``, ``frame``, ``scan``). Imports run one way:
 segments ← query modules ← this module.
@@ -16,19 +16,12 @@ from typing import Any
 
 import polars as pl
 
+from prior.featurestore.entries import EntryInfo, FeatureData, Resource, make_entry
 from prior.featurestore.frame import build_frame, pair_texts, view_entries
 from prior.featurestore.paths import default_store
 from prior.featurestore.scan import scan_frame
-from prior.featurestore.segments import (
-    FORMAT,
-    PARSE_COLUMNS,
-    EntryInfo,
-    FeatureData,
-    Resource,
-    SegmentStore,
-    indexed_items,
-    make_entry,
-)
+from prior.featurestore.segment_files import PARSE_COLUMNS, indexed_items
+from prior.featurestore.segments import FORMAT, SegmentStore
 from prior.featurestore.selection import Request, select_entry
 
 __all__ = ["FORMAT", "PARSE_COLUMNS", "EntryInfo", "FeatureData", "Resource", "SegmentStore", "Store",

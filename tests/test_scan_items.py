@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-import prior.featurestore.segments as segments_module
+import prior.featurestore.segment_files as segment_files_module
 import prior.featurestore.tensors as tensors_module
 from prior.featurestore import open_store
 from prior.featurestore.fs import StoreFS
@@ -83,7 +83,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     counter: Counter[str] = Counter()
-    ranges, whole = segments_module.read_flat_ranges, segments_module.read_flat_files
+    ranges, whole = segment_files_module.read_flat_ranges, segment_files_module.read_flat_files
 
     def counted_ranges(files: Any, name: str, starts: Any, sizes: Any) -> Any:
         got = ranges(files, name, starts, sizes)
@@ -94,8 +94,8 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         counter["whole"] += 1
         return whole(files, names)
 
-    monkeypatch.setattr(segments_module, "read_flat_ranges", counted_ranges)
-    monkeypatch.setattr(segments_module, "read_flat_files", counted_whole)
+    monkeypatch.setattr(segment_files_module, "read_flat_ranges", counted_ranges)
+    monkeypatch.setattr(segment_files_module, "read_flat_files", counted_whole)
     return counter
 
 

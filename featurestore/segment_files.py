@@ -1,0 +1,153 @@
+"""A committed segment's files, read and written: Parquet tables (whole, or the rows of some
+keys) and Zarr flat arrays (whole, or some items' values), each checked against its catalog
+record before it is decoded (`prior.featurestore.checked`). `prior.featurestore.segments` and the
+query modules read segments through these functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from prior.featurestore import keys as keymod
+from prior.featurestore.catalog import Segment
+from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
+from prior.featurestore.errors import PriorError
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.tensors import numpy_column, read_flat_files, read_flat_ranges
+from prior.layouts.ragged import Ragged
+
+#: the columns of a parse record (one list per sentence each)
+PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+
+
+def polars_frame(table: pa.Table) -> pl.DataFrame:
+    """A Parquet table as a Polars frame (``pl.from_arrow`` types a table's result loosely)."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def source_of(segment: Segment) -> str:
+    """A pairs segment's source: the file's checksum and the options it was read with."""
+    return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
+
+
+def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """A committed Parquet file (checked against its record on its first read in this process);
+    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback."""
+    # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
+    # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
+    wanted = list(columns) if columns else None
+    try:
+        if not is_verified(fs, segment, inner):
+            with pq.ParquetFile(pa.BufferReader(read_checked(fs, segment, inner))) as pf:
+                return pf.read(columns=wanted)
+        rel = f"{segment.folder}/{inner}"
+        if fs.local:
+            with pq.ParquetFile(fs.path(rel)) as pf:
+                return pf.read(columns=wanted)
+        with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
+            return pf.read(columns=wanted)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str], key: str,
+                       keys: pl.Series) -> pl.DataFrame:
+    """The rows of a committed Parquet file whose ``key`` column is in ``keys``, with ``key``
+    and ``columns`` (checked as `read_parquet` checks): read by Polars, which decodes the other
+    columns only for the matching rows, so a few rows of a large table cost about its key
+    column. A file that cannot be decoded is a `StoreError` naming it."""
+    import io
+
+    rel = f"{segment.folder}/{inner}"
+    source: Any
+    if not is_verified(fs, segment, inner):
+        source = io.BytesIO(read_checked(fs, segment, inner))
+    elif fs.local:
+        source = fs.path(rel)
+    else:
+        source = io.BytesIO(fs.read_bytes(rel))
+    wanted = list(dict.fromkeys([key, *columns]))
+    try:
+        return (pl.scan_parquet(source).select(wanted).filter(pl.col(key).is_in(keys.implode()))
+                .collect())
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
+    recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
+    decoded from the checked bytes; the group's other arrays are not read. A group that still
+    cannot be decoded is a `StoreError` naming the segment."""
+    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
+    for name in names:
+        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    try:
+        return read_flat_files(files, names)
+    except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
+        raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[str],
+               positions: np.ndarray) -> dict[str, Ragged]:
+    """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
+    `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
+    values are kept while the chunk is decompressed (`prior.featurestore.tensors.read_flat_ranges`);
+    an array stored otherwise is decoded whole and the items taken from it."""
+    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
+    for name in names:
+        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    rows = np.asarray(positions, dtype=np.int64)
+    out: dict[str, Ragged] = {}
+    for name in names:
+        def column(part: str, name: str = name) -> np.ndarray:
+            return np.asarray(numpy_column(index, f"{name}.{part}"), dtype=np.int64)[rows]
+
+        offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
+        sizes = nrows * np.where(ncols < 0, 1, ncols)
+        try:
+            values = read_flat_ranges(files, name, offsets, sizes)
+            if values is None:
+                whole = read_flat_files(files, [name])[name]
+                out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
+                continue
+        except PriorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zarr and arrow raise many types; all mean the same here
+            raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
+        starts = np.zeros(len(rows), np.int64)
+        if len(rows) > 1:
+            np.cumsum(sizes[:-1], out=starts[1:])
+        out[name] = Ragged(values, starts, nrows, ncols)
+    return out
+
+
+def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
+    """A feature segment's items of ``component``: its flat array with the offsets and shapes
+    of the segment's index (`prior.featurestore.tensors`)."""
+    def column(part: str) -> np.ndarray:
+        return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
+
+    return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
+
+
+def write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
+    fs.makedirs(rel.rsplit("/", 1)[0])
+    with fs.open(rel, "wb") as fh:
+        pq.write_table(table, fh, compression="zstd")
+
+
+def parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
+    """A segment's ``write`` for one Parquet file."""
+    def write(folder: str) -> list[str]:
+        write_parquet(fs, f"{folder}/{name}", table)
+        return [name]
+
+    return write
