@@ -19,8 +19,8 @@ are at hand, so later stages read only for the rows left:
 A Parquet table (sentences, parses, a feature index) is read for the keys wanted: its key column
 (``sent_key``, ``key``) is decoded, its other asked-for columns only for the matching rows; a
 segment holding none of them is skipped, and no Zarr array of it is read. Of a feature array
-only the matched items' values are kept while its chunk is decompressed (a stream, stopped after
-the last item). The first read of a file in a process reads it whole to check it against its
+only the pieces holding a matched item are decompressed, and only those items' values kept
+(`prior.featurestore.tensors.read_flat_ranges`). The first read of a file in a process reads it whole to check it against its
 catalog record (`prior.featurestore.checked`).
 ``head(n)`` stops after ``n`` rows once every filter term has been applied.
 

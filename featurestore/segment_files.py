@@ -18,7 +18,7 @@ from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
 from prior.featurestore.errors import PriorError
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.tensors import numpy_column, read_flat_files, read_flat_ranges
+from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged
 
 #: the columns of a parse record (one list per sentence each)
@@ -90,7 +90,10 @@ def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
     for name in names:
         files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
     try:
-        return read_flat_files(files, names)
+        known = {name: read_flat(files, name) for name in names}
+        rest = [name for name, values in known.items() if values is None]
+        decoded = read_flat_files(files, rest) if rest else {}
+        return {name: values if values is not None else decoded[name] for name, values in known.items()}
     except Exception as exc:  # noqa: BLE001 - zarr raises many types; all mean the same here
         raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
 
@@ -99,7 +102,7 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[s
                positions: np.ndarray) -> dict[str, Ragged]:
     """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
     `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
-    values are kept while the chunk is decompressed (`prior.featurestore.tensors.read_flat_ranges`);
+    values are kept, from the pieces that hold them (`prior.featurestore.tensors.read_flat_ranges`);
     an array stored otherwise is decoded whole and the items taken from it."""
     files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
     for name in names:

@@ -1,15 +1,16 @@
 """Ragged word-level arrays in Zarr v3: flattened 1-D arrays with offsets and shapes.
 
 Zarr has no ragged arrays, so a segment keeps, per component, every item's array flattened
-into one 1-D Zarr array (one chunk, zstd) and records each item's offset and shape in the
-segment's Parquet index: ``<component>.offset`` (int64), ``<component>.rows`` and
-``<component>.cols`` (int32; cols is -1 for a 1-D vector). Arrays of one or two dimensions
+into one 1-D Zarr array (one file: a shard of zstd pieces, `write_flat`) and records each
+item's offset and shape in the segment's Parquet index: ``<component>.offset`` (int64),
+``<component>.rows`` and ``<component>.cols`` (int32; cols is -1 for a 1-D vector). Arrays of one or two dimensions
 are supported — every feature of the papers is a word vector or a word matrix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 # no arrays (a no-op) skips its 0.2 s import
 
 ZSTD_LEVEL = 5
+#: values per zstd piece of a flat array: 128 KiB of float32, so that a scan of 1,000 items spread
+#: over a 500k-pair split decompresses about a fifth of a segment's `wup` values, not all of them
+PIECE_VALUES = 32_768
 
 
 def zarr_store(fs: StoreFS, rel: str, *, read_only: bool) -> Store:
@@ -47,14 +51,25 @@ def flatten(name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, dict[s
                            f"{name}.cols": ragged.cols.astype(np.int32)}
 
 
-def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray]) -> None:
+def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray], *,
+               piece: int | None = PIECE_VALUES) -> None:
+    """Each flat array as one Zarr file: a shard of zstd pieces of ``piece`` values each (Zarr
+    v3's ``sharding_indexed`` codec, its index at the end), so that a read of a few items
+    decompresses only the pieces that hold them. ``piece=None`` writes the layout of stores made
+    before pieces: one zstd chunk holding the whole array (still read, by streaming it)."""
     import zarr
     from zarr.codecs import ZstdCodec
 
     group = zarr.open_group(zarr_store(fs, rel, read_only=False), mode="w")
     for name, flat in flats.items():
+        length = max(1, flat.shape[0])
+        if piece is None:
+            grid: dict[str, tuple[int]] = {"chunks": (length,)}
+        else:
+            inner = min(piece, length)
+            grid = {"chunks": (inner,), "shards": (-(-length // inner) * inner,)}
         arr = group.create_array(name=name, shape=flat.shape, dtype=flat.dtype,
-                                 chunks=(max(1, flat.shape[0]),), compressors=ZstdCodec(level=ZSTD_LEVEL))
+                                 compressors=ZstdCodec(level=ZSTD_LEVEL), **grid)  # type: ignore[arg-type]
         if flat.size:
             arr[:] = flat
 
@@ -72,68 +87,143 @@ def read_flat_files(files: Mapping[str, bytes], names: Sequence[str]) -> dict[st
     return {name: np.asarray(arr[:]) for name, arr in arrays.items() if isinstance(arr, zarr.Array)}
 
 
-def _single_zstd_chunk(meta: Mapping[str, object]) -> np.dtype | None:
-    """The dtype of a flat array stored as the writer above stores it (1-D, one chunk holding the
-    whole array, little-endian bytes then zstd), else None."""
+_NO_PIECE = 2**64 - 1  # a shard index's offset and size of a piece never written (all fill values)
+_BLOCK = 1 << 22  # bytes decompressed at a time from a one-chunk array
+
+
+@dataclass(frozen=True)
+class FlatLayout:
+    """How a flat array's values lie in its one file: ``piece`` values per zstd piece of a
+    shard (`write_flat`), or the whole array in one zstd chunk (``piece`` None)."""
+
+    dtype: np.dtype
+    length: int
+    piece: int | None
+    fill: np.ndarray  # the fill value, as a 0-d array of ``dtype``
+
+    @property
+    def pieces(self) -> int:
+        return 1 if self.piece is None else -(-max(1, self.length) // self.piece)
+
+
+def _bytes_then_zstd(codecs: object) -> bool:
+    if not (isinstance(codecs, list) and len(codecs) == 2 and all(isinstance(c, dict) for c in codecs)):
+        return False
+    first, second = codecs
+    return bool(first.get("name") == "bytes" and first.get("configuration", {}).get("endian", "little") == "little"
+                and second.get("name") == "zstd")
+
+
+def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
+    """The layout of a flat array from its ``zarr.json``, when it is one `write_flat` writes (or
+    wrote before pieces), else None: the caller then lets Zarr decode it."""
     shape, grid, codecs = meta.get("shape"), meta.get("chunk_grid"), meta.get("codecs")
     if not (isinstance(shape, list) and len(shape) == 1 and isinstance(grid, dict) and isinstance(codecs, list)):
         return None
-    chunk = grid.get("configuration", {}).get("chunk_shape")
-    if grid.get("name") != "regular" or chunk != [max(1, shape[0])] or len(codecs) != 2:
-        return None
     if meta.get("chunk_key_encoding") != {"name": "default", "configuration": {"separator": "/"}}:
         return None
-    first, second = codecs
-    if first.get("name") != "bytes" or first.get("configuration", {}).get("endian", "little") != "little":
-        return None
-    if second.get("name") != "zstd":
+    length = int(shape[0])
+    chunk = grid.get("configuration", {}).get("chunk_shape")
+    if grid.get("name") != "regular" or not isinstance(chunk, list) or len(chunk) != 1:
         return None
     try:
-        return np.dtype(str(meta.get("data_type"))).newbyteorder("<")
-    except TypeError:
+        dtype = np.dtype(str(meta.get("data_type"))).newbyteorder("<")
+        fill = np.array(meta.get("fill_value", 0), dtype=dtype)
+    except (TypeError, ValueError):
         return None
+    if _bytes_then_zstd(codecs) and chunk == [max(1, length)]:
+        return FlatLayout(dtype, length, None, fill)
+    if len(codecs) != 1 or not isinstance(codecs[0], dict) or codecs[0].get("name") != "sharding_indexed":
+        return None
+    conf = codecs[0].get("configuration", {})
+    inner = conf.get("chunk_shape")
+    index_codecs = conf.get("index_codecs")
+    if not (isinstance(inner, list) and len(inner) == 1 and _bytes_then_zstd(conf.get("codecs"))
+            and conf.get("index_location", "end") == "end" and isinstance(index_codecs, list)
+            and [c.get("name") for c in index_codecs] == ["bytes", "crc32c"]):
+        return None
+    piece = int(inner[0])
+    if piece < 1 or chunk != [-(-max(1, length) // piece) * piece]:  # one shard holds the array
+        return None
+    return FlatLayout(dtype, length, piece, fill)
 
 
-_BLOCK = 1 << 22  # bytes decompressed at a time by `read_flat_ranges`
+def _streamed(layout: FlatLayout, data: bytes, stop: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(position, values) blocks of a one-chunk array, decompressed as a stream up to ``stop``."""
+    stream = pa.CompressedInputStream(pa.BufferReader(data), "zstd")
+    block_values = max(1, _BLOCK // layout.dtype.itemsize)
+    pos, carry = 0, b""
+    while pos < stop:
+        raw = carry + stream.read(block_values * layout.dtype.itemsize)
+        usable = len(raw) - len(raw) % layout.dtype.itemsize
+        if usable == 0:
+            return
+        block, carry = np.frombuffer(memoryview(raw)[:usable], dtype=layout.dtype), raw[usable:]
+        yield pos, block
+        pos += block.size
+
+
+def _pieces(layout: FlatLayout, data: bytes, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
+    """(position, values) of the pieces ``wanted`` (ascending) of a sharded array."""
+    assert layout.piece is not None
+    n = layout.pieces
+    size = n * 16 + 4  # (offset, nbytes) as little-endian uint64 per piece, then a crc32c
+    if len(data) < size:
+        raise StoreError(f"its shard has {len(data)} bytes, fewer than its index of {n} pieces")
+    index = np.frombuffer(memoryview(data)[len(data) - size:len(data) - 4], dtype="<u8").reshape(n, 2)
+    nbytes = layout.piece * layout.dtype.itemsize
+    for i in wanted:
+        offset, length = (int(v) for v in index[i])
+        if offset == _NO_PIECE and length == _NO_PIECE:
+            yield i * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
+            continue
+        if offset + length > len(data) - size:
+            raise StoreError(f"piece {i} lies outside its shard")
+        raw = pa.decompress(pa.py_buffer(memoryview(data)[offset:offset + length]), decompressed_size=nbytes,
+                            codec="zstd", asbytes=True)
+        yield i * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
 
 
 def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
                      sizes: np.ndarray) -> np.ndarray | None:
     """The values ``[starts[i], starts[i] + sizes[i])`` of flat array ``name``, one range after
     the other, from its files' bytes (as `read_flat_files` takes them), or None when the array
-    is not stored as `write_flat` stores it (the caller then decodes it whole). The chunk is
-    decompressed as a stream, a block at a time, keeping only the values asked for and stopping
-    after the last one: a few items of a large segment cost neither the whole array's memory
-    nor a decoder pass over its tail."""
+    is not laid out as `write_flat` lays it (the caller then decodes it whole with Zarr). Only
+    the pieces holding a range are decompressed; an array of one chunk (stores written before
+    pieces) is decompressed as a stream up to the last value asked for. Either way only the
+    values asked for are kept."""
     import json
 
     try:
         meta = json.loads(files[f"{name}/zarr.json"])
     except (KeyError, ValueError):
         return None
-    dtype = _single_zstd_chunk(meta) if isinstance(meta, dict) else None
-    if dtype is None or f"{name}/c/0" not in files:  # no chunk: all fill values, zarr's to decode
+    layout = flat_layout(meta) if isinstance(meta, dict) else None
+    if layout is None:
         return None
     starts = np.asarray(starts, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     stops = starts + sizes
-    total = int(meta["shape"][0])
-    if len(starts) and (starts.min() < 0 or stops.max() > total):
-        raise StoreError(f"array {name!r}: an item's range lies outside its {total} values")
-    out = np.empty(int(sizes.sum()), dtype=dtype)
+    if len(starts) and (starts.min() < 0 or stops.max() > layout.length):
+        raise StoreError(f"array {name!r}: an item's range lies outside its {layout.length} values")
+    out = np.empty(int(sizes.sum()), dtype=layout.dtype)
     where = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
     order = [int(i) for i in np.argsort(starts, kind="stable") if sizes[i] > 0]
     if not order:
         return out
-    stream = pa.CompressedInputStream(pa.BufferReader(files[f"{name}/c/0"]), "zstd")
-    block_values = max(1, _BLOCK // dtype.itemsize)
-    pos, k, carry = 0, 0, b""
-    while k < len(order):
-        raw = carry + stream.read(block_values * dtype.itemsize)
-        usable = len(raw) - len(raw) % dtype.itemsize
-        if usable == 0:
-            raise StoreError(f"array {name!r}: its chunk ends before value {starts[order[k]]}")
-        block, carry = np.frombuffer(memoryview(raw)[:usable], dtype=dtype), raw[usable:]
+    data = files.get(f"{name}/c/0")
+    if data is None:  # never written: every value is the fill value
+        out[:] = layout.fill
+        return out
+    blocks: Iterator[tuple[int, np.ndarray]]
+    if layout.piece is None:
+        blocks = _streamed(layout, data, int(stops[order].max()))
+    else:
+        first, last = starts[order] // layout.piece, (stops[order] - 1) // layout.piece
+        wanted = sorted({int(p) for a, b in zip(first, last) for p in range(int(a), int(b) + 1)})
+        blocks = _pieces(layout, data, wanted)
+    k = 0
+    for pos, block in blocks:
         end = pos + block.size
         j = k
         while j < len(order) and starts[order[j]] < end:
@@ -145,8 +235,23 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
             j += 1
         while k < len(order) and stops[order[k]] <= end:
             k += 1
-        pos = end
+        if k == len(order):
+            break
+    if k < len(order):
+        raise StoreError(f"array {name!r}: its chunk ends before value {starts[order[k]]}")
     return out
+
+
+def read_flat(files: Mapping[str, bytes], name: str) -> np.ndarray | None:
+    """The whole flat array ``name`` by `read_flat_ranges` (None: not a layout it knows)."""
+    import json
+
+    try:
+        meta = json.loads(files[f"{name}/zarr.json"])
+        length = int(meta["shape"][0])
+    except (KeyError, ValueError, TypeError, IndexError):
+        return None
+    return read_flat_ranges(files, name, np.array([0], np.int64), np.array([length], np.int64))
 
 
 def _arrow(values: np.ndarray) -> pa.Array:

@@ -5,7 +5,9 @@ memory), so what a scan of a few rows materializes does not grow with the split 
 Pinned by counting (no timing): the values `read_flat_ranges` returns for a scan of two rows are
 exactly those two rows' items, in a store of 3 pairs and in one of 12 (four times the segments),
 and the whole-array decoder is never called; the range reader itself equals a whole decode for
-ranges in any order, across decompression blocks, and declines a layout it does not know."""
+ranges in any order, across pieces and decompression blocks, in both layouts (pieces, and the one
+chunk of stores written before them), decompresses only the pieces holding a range, and declines
+a layout it does not know."""
 
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.tensors import read_flat_files, read_flat_ranges, write_flat
 
 
-def _files(tmp_path: Path, flats: dict[str, np.ndarray], **chunks: int) -> dict[str, bytes]:
-    """A Zarr group's files by path in the group, as the store's checked reads hand them over."""
+def _files(tmp_path: Path, flats: dict[str, np.ndarray], *, piece: int | None = 1_000,
+           **chunks: int) -> dict[str, bytes]:
+    """A Zarr group's files by path in the group, as the store's checked reads hand them over:
+    written by `write_flat` in pieces of ``piece`` values (None: the one-chunk layout of stores
+    written before pieces), or by Zarr in ``chunks`` (a layout `write_flat` never writes)."""
     fs = StoreFS(tmp_path)
-    if chunks:  # another layout than `write_flat`'s: several chunks
+    if chunks:  # another layout than `write_flat`'s: several chunk files
         import zarr
 
         group = zarr.open_group(tensors_module.zarr_store(fs, "g", read_only=False), mode="w")
@@ -37,24 +42,53 @@ def _files(tmp_path: Path, flats: dict[str, np.ndarray], **chunks: int) -> dict[
             arr = group.create_array(name=name, shape=flat.shape, dtype=flat.dtype, chunks=(chunks[name],))
             arr[:] = flat
     else:
-        write_flat(fs, "g", flats)
+        write_flat(fs, "g", flats, piece=piece)
     root = tmp_path / "g"
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_ranges_equal_a_whole_decode_in_any_order_and_across_blocks(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("piece", [1_000, 333, None], ids=["pieces", "odd-pieces", "one-chunk"])
+def test_ranges_equal_a_whole_decode_in_any_order_and_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    piece: int | None) -> None:
     flat = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
-    files = _files(tmp_path, {"x": flat})
+    files = _files(tmp_path, {"x": flat}, piece=piece)
+    assert set(files) == {"zarr.json", "x/zarr.json", "x/c/0"}  # one file per array either way
     monkeypatch.setattr(tensors_module, "_BLOCK", 4 * 333 + 2)  # blocks end mid-value and mid-range
-    starts = np.array([9_000, 0, 500, 4_000, 9_990, 7], np.int64)
-    sizes = np.array([100, 3, 2_000, 0, 10, 1], np.int64)
+    starts = np.array([9_000, 0, 500, 4_000, 9_990, 7, 950], np.int64)
+    sizes = np.array([100, 3, 2_000, 0, 10, 1, 100], np.int64)  # overlapping, across pieces
     got = read_flat_ranges(files, "x", starts, sizes)
     assert got is not None
     assert got.tolist() == np.concatenate([flat[s:s + n] for s, n in zip(starts, sizes)]).tolist()
+    whole = tensors_module.read_flat(files, "x")
+    assert whole is not None and whole.tolist() == flat.tolist() == read_flat_files(files, ["x"])["x"].tolist()
     assert read_flat_ranges(files, "x", np.zeros(0, np.int64), np.zeros(0, np.int64)) is not None
     with pytest.raises(Exception, match="outside"):
         read_flat_ranges(files, "x", np.array([9_995]), np.array([10]))
+
+
+def test_only_the_pieces_holding_a_range_are_decompressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two items in an array of 50 pieces: two pieces decompressed. Pieces of fill values only
+    (never written) read as the fill value, and so does an array Zarr wrote no file for."""
+    flat = np.arange(50_000, dtype=np.int64)
+    flat[10_000:20_000] = 0  # ten whole pieces of fill values: Zarr writes none of them
+    files = _files(tmp_path, {"x": flat, "empty": np.zeros(5_000, np.uint8)})
+    decompressed: list[int] = []
+    original = tensors_module.pa.decompress
+
+    def counted(buf: Any, decompressed_size: int, codec: str, asbytes: bool) -> Any:
+        decompressed.append(decompressed_size)
+        return original(buf, decompressed_size=decompressed_size, codec=codec, asbytes=asbytes)
+
+    monkeypatch.setattr(tensors_module.pa, "decompress", counted)
+    got = read_flat_ranges(files, "x", np.array([41_990, 3], np.int64), np.array([5, 4], np.int64))
+    assert got is not None and got.tolist() == [*range(41_990, 41_995), 3, 4, 5, 6]
+    assert decompressed == [8_000, 8_000]  # pieces 0 and 41 of 1,000 int64 values
+    decompressed.clear()
+    assert read_flat_ranges(files, "x", np.array([15_000]), np.array([3])).tolist() == [0, 0, 0]  # type: ignore[union-attr]
+    assert decompressed == []
+    assert "empty/c/0" not in files
+    assert read_flat_ranges(files, "empty", np.array([7]), np.array([2])).tolist() == [0, 0]  # type: ignore[union-attr]
+    assert tensors_module.read_flat(files, "x").tolist() == flat.tolist()  # type: ignore[union-attr]
 
 
 def test_ranges_decline_another_layout(tmp_path: Path) -> None:
