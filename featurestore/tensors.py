@@ -3,8 +3,9 @@
 Zarr has no ragged arrays, so a segment keeps, per component, every item's array flattened
 into one 1-D Zarr array (one file: a shard of zstd pieces, `write_flat`) and records each
 item's offset and shape in the segment's Parquet index: ``<component>.offset`` (int64),
-``<component>.rows`` and ``<component>.cols`` (int32; cols is -1 for a 1-D vector). Arrays of one or two dimensions
-are supported — every feature of the papers is a word vector or a word matrix.
+``<component>.rows`` and ``<component>.cols`` (int32; cols is -1 for a 1-D vector). Arrays of
+one or two dimensions are supported — every feature of the papers is a word vector or a word
+matrix.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
     index_codecs = conf.get("index_codecs")
     if not (isinstance(inner, list) and len(inner) == 1 and _bytes_then_zstd(conf.get("codecs"))
             and conf.get("index_location", "end") == "end" and isinstance(index_codecs, list)
-            and [c.get("name") for c in index_codecs] == ["bytes", "crc32c"]):
+            and [c.get("name") if isinstance(c, dict) else None for c in index_codecs] == ["bytes", "crc32c"]):
         return None
     piece = int(inner[0])
     if piece < 1 or chunk != [-(-max(1, length) // piece) * piece]:  # one shard holds the array
