@@ -17,7 +17,8 @@
    items/s per stage, peak RSS of the driver (this build's own process) and of each worker.
 3. **The readers**, each in a fresh process (wall and peak RSS from ``wait4``): the no-op
    rebuild, ``prior store info``, ``prior store verify``, ``prior store frame`` (wup),
-   ``Store.scan(...).filter(...).collect()`` of 1,000 rows, ``prior store export`` (wup), and the
+   ``Store.scan(...).filter(...).collect()`` of 1,000 rows spread over the split (chosen from
+   the pairs file's row count, outside the timed part), ``prior store export`` (wup), and the
    trainers' ``load_split`` (wup) plus one epoch of batches of 32 through the loader, no model.
 4. **The store**: bytes, files, catalog records. With ``--compact``: ``prior store compact``,
    ``prior store gc``, then the store and the readers again.

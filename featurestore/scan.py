@@ -20,8 +20,8 @@ A Parquet table (sentences, parses, a feature index) is read for the keys wanted
 (``sent_key``, ``key``) is decoded, its other asked-for columns only for the matching rows; a
 segment holding none of them is skipped, and no Zarr array of it is read. Of a feature array
 only the pieces holding a matched item are decompressed, and only those items' values kept
-(`prior.featurestore.tensors.read_flat_ranges`). The first read of a file in a process reads it whole to check it against its
-catalog record (`prior.featurestore.checked`).
+(`prior.featurestore.tensors.read_flat_ranges`). The first read of a file in a process reads
+it whole to check it against its catalog record (`prior.featurestore.checked`).
 ``head(n)`` stops after ``n`` rows once every filter term has been applied.
 
 Choices: the LazyFrame reads the segments committed when ``scan`` was called (a snapshot: a

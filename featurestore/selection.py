@@ -161,7 +161,7 @@ class Coverage:
         if entry.key not in self._have:
             self._have[entry.key] = self.store.entry_keys(entry)
         need = self._needed(dataset, split, entry.scope)
-        # an anti-join, not `is_in`: 2.4x faster on 500k keys (it hashes both sides in parallel)
+        # an anti-join: 2.4x faster than `is_in` on 500k keys alone (both sides hashed in parallel)
         lacking = need.to_frame("key").join(self._have[entry.key].to_frame("key"), on="key", how="anti").height
         return lacking, need.len()
 
