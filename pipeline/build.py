@@ -372,25 +372,22 @@ def _tidy(store: Store) -> list[str]:
 
 # --------------------------------------------------------------------------- stages
 def _ingest(store: Store, options: BuildOptions, report: BuildReport,
-            sources: dict[str, Any] | None = None) -> tuple[dict[str, list[tuple[str, str, str]]], dict[str, str]]:
-    """Read the splits, write new rows and new sentences; return split -> (pair, a, b) keys and
+            sources: dict[str, Any]) -> tuple[dict[str, list[tuple[str, str, str]]], dict[str, str]]:
+    """Read the splits (``sources``: split -> its source, `_split_sources`), write new rows and
+    new sentences; return split -> (pair, a, b) keys and
     the texts of the sentences read from files. A split whose file, reading options, rows and
     sentences the store already holds is taken from the store without parsing the file again.
     Each split's new sentences are committed before its pairs, so no kill leaves pairs that
     reference sentences the store lacks."""
     from prior.pipeline.datasets import read_split
-    from prior.pipeline.datasets.api import source_of
     from prior.pipeline.datasets.resolve import data_dir_from_env
 
     stage = StageReport("read")
     t0 = time.perf_counter()
-    splits = options.splits or default_splits(options.dataset, options.data_dir, hub=options.hub)
     texts: dict[str, str] = {}
     split_pairs: dict[str, list[tuple[str, str, str]]] = {}
     have_sentences = store.sentence_keys()
-    for split in splits:
-        source = (sources[split] if sources is not None and split in sources
-                  else source_of(options.dataset, split, data_dir=options.data_dir))
+    for split, source in sources.items():
         held = _held_split(store, options, source, have_sentences) if source is not None else None
         if held is not None:
             assert source is not None
@@ -601,7 +598,8 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
         report.notes += _tidy(store)
         tidied = len(report.notes)  # this run's notes, not the build's result: never recorded
         _check_before_commit(store, options, runner, fingerprint, [feature for feature, _ in planned])
-        sources, digest = _noop_inputs(store, options, fingerprint, planned)
+        sources = _split_sources(options)
+        digest = noop.inputs_digest(store, options, fingerprint, list(sources.values()), planned)
         recorded = noop.load(store, digest) if digest is not None else None
         if recorded is not None:
             _replay(report, recorded)
@@ -645,15 +643,13 @@ def _finish(store: Store, report: BuildReport, t_start: float) -> BuildReport:
     return report
 
 
-def _noop_inputs(store: Store, options: BuildOptions, fingerprint: dict[str, Any],
-                 planned: list[tuple[Any, str]]) -> tuple[dict[str, Any], str | None]:
-    """Each split's source (file and checksum), and the digest of what decides this build's
-    result (`noop.inputs_digest`; None: no record can answer for it)."""
+def _split_sources(options: BuildOptions) -> dict[str, Any]:
+    """Each split this build reads and its source (file and checksum; None: read from the hub),
+    worked out once for the no-op record's digest and for reading."""
     from prior.pipeline.datasets.api import source_of
 
     splits = options.splits or default_splits(options.dataset, options.data_dir, hub=options.hub)
-    sources = {split: source_of(options.dataset, split, data_dir=options.data_dir) for split in splits}
-    return sources, noop.inputs_digest(store, options, fingerprint, list(sources.values()), planned)
+    return {split: source_of(options.dataset, split, data_dir=options.data_dir) for split in splits}
 
 
 def _replay(report: BuildReport, recorded: dict[str, Any]) -> None:

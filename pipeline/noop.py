@@ -69,11 +69,9 @@ def _file_state(path: str) -> list[Any]:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def _used(store: Store, dataset: str, parse: str, entries: set[str]) -> tuple[list[str], list[str]]:
-    """The dataset's pairs segments, and the other segments a complete build of it reads."""
-    pairs = [s.id for s in store.segments("pairs") if s.target["dataset"] == dataset]
-    other = [s.id for s in store.segments() if _used_by(s, parse, entries)]
-    return pairs, other
+def _pairs(store: Store, dataset: str) -> list[str]:
+    """The dataset's pairs segments."""
+    return [s.id for s in store.segments("pairs") if s.target["dataset"] == dataset]
 
 
 def _used_by(s: Segment, parse: str, entries: set[str]) -> bool:
@@ -91,8 +89,9 @@ def save(store: Store, digest: str, report: Any, *, skip_notes: int = 0) -> None
     if any(stage.failed for stage in report.stages):
         return
     store.refresh()
-    pairs, other = _used(store, report.dataset, report.parse, set(report.entries.values()))
-    record = {"format": RECORD_FORMAT, "pairs": pairs, "segments": other,
+    entries = set(report.entries.values())
+    other = [s.id for s in store.segments() if _used_by(s, report.parse, entries)]  # read by a build of it
+    record = {"format": RECORD_FORMAT, "pairs": _pairs(store, report.dataset), "segments": other,
               "report": {"dataset": report.dataset, "parse": report.parse, "entries": report.entries,
                          "notes": report.notes[skip_notes:],
                          "splits": [dataclasses.asdict(s) for s in report.splits],
@@ -115,8 +114,7 @@ def load(store: Store, digest: str) -> dict[str, Any] | None:
         if record.get("format") != RECORD_FORMAT:
             return None
         report = record["report"]
-        pairs, _ = _used(store, report["dataset"], report["parse"], set())
-        if sorted(pairs) != sorted(record["pairs"]):
+        if sorted(_pairs(store, report["dataset"])) != sorted(record["pairs"]):
             return None
         present = {s.id for s in store.segments()}
         if not all(sid in present for sid in record["segments"]):
