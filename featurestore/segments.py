@@ -336,8 +336,8 @@ class SegmentStore:
         return list(seen.values())
 
     def existing_keys(self, entry: EntryInfo | str) -> set[str]:
-        key = entry if isinstance(entry, str) else entry.key
-        return self.segment_keys(s for s in self.segments("feature") if s.target["entry"] == key)
+        """The keys an entry's segments hold, as a set (`entry_keys`)."""
+        return set(self.entry_keys(entry).to_list())
 
     def entry_keys(self, entry: EntryInfo | str) -> pl.Series:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
