@@ -261,9 +261,17 @@ def main() -> None:
     ap.add_argument("--compact", action="store_true", help="Also compact each store and read it again.")
     ap.add_argument("--reuse", action="store_true",
                     help="Keep a size's store and build record from an earlier run; time the readers again.")
+    ap.add_argument("--scan-once", nargs=2, type=Path, metavar=("STORE", "PAIRS"),
+                    help="Only the 1,000-row scan, once, in this process (its JSON on stdout): for "
+                         "`farm-bench`'s paired runs of two stores or two trees.")
     ap.add_argument("--build-one", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.scan_once is not None:
+        store, pairs = args.scan_once
+        sys.argv = [sys.argv[0], str(store), str(pairs)]
+        exec(_SCAN.format(name=NAME))  # the snippet `readers` times in a fresh process
+        return
     if args.build_one is not None:  # the build's own process (driver RSS is this process's)
         n = args.build_one.stem.removeprefix("pairs-")
         result = build_here(args.build_one, args.store, args.workers, args.parser)
