@@ -19,7 +19,7 @@ default parser and device for the biaffine rows). Where torch sees a CUDA GPU th
 run once per ``--parse-devices`` entry (default: cpu and cuda). ``--repeat N`` runs each
 configuration N times and keeps the run of median wall time (all walls are recorded): these
 2-core machines are shared and noisy. WordNet's hierarchy table
-(`pipeline/resources/wn_hierarchy.py`) is a one-time cost per machine, like installing
+(`prior/pipeline/resources/wn_hierarchy.py`) is a one-time cost per machine, like installing
 WordNet: its build time is reported on its own and the table exists before the first run.
 Results go to bench/out/build-<date>.json and are printed as a table. The all-datasets scaling
 run is bench/build_all.py.

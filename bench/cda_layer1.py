@@ -3,7 +3,7 @@
 CDA-LM replaces the self-attention output of BERT's first layer by its aggregation of four
 attention functions (cda.txt §3, eq. 5–7): new dense layers that start from BERT's own
 initialisation (normal, std 0.02) or, with ``-o init=carry``, from a pass-through of the
-pre-trained attention (trainers/models/cda.py). This script measures, on test pairs of a store, for a
+pre-trained attention (prior/trainers/models/cda.py). This script measures, on test pairs of a store, for a
 freshly initialised ``cda`` model of each init and for trained checkpoints:
 
 * ``attn_norm_ratio``: the norm of layer 1's self-attention output (per token, before the

@@ -1,6 +1,6 @@
 """What DAFA's adaptive fusion adds to the first layer (docs/results/, "why dafa trails").
 
-DAFA's first layer outputs s_i + f_i·tanh(W_l v_i) (trainers/models/dafa.py, eq. 9): the plain
+DAFA's first layer outputs s_i + f_i·tanh(W_l v_i) (prior/trainers/models/dafa.py, eq. 9): the plain
 attention output Sem plus a gated term computed by new, randomly initialised layers. This
 script measures, on test pairs of a store, for a freshly initialised ``dafa`` model and for
 trained checkpoints, with the neutral grid (G = 1, so Dep = Sem; the sensitivity checks show

@@ -1,4 +1,4 @@
-"""Benchmark of the start-up tricks in `pipeline/startup.py` (not a test): does each one pay on
+"""Benchmark of the start-up tricks in `prior/pipeline/startup.py` (not a test): does each one pay on
 the default path?
 
     PRIOR_DATA_DIR=../shared/data python bench/startup.py                     # all SICK, biaffine, 2 workers

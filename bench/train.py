@@ -17,7 +17,7 @@ Then (one process at a time, one torch thread each)::
     python bench/train.py table bench/out/train-sample.jsonl                 # the table again
 
 ``runs``: every ``-mini`` model (all-MiniLM-L6-v2) on MRPC with the papers' settings
-(trainers/registry.py), dev = a fixed 10% of train (MRPC has no dev split), evaluated on the full
+(prior/trainers/registry.py), dev = a fixed 10% of train (MRPC has no dev split), evaluated on the full
 test split; ``--regime sample`` trains on a fixed, seeded 10% of the remaining training pairs
 (the same sample for every seed). Results: one JSON line per run in
 bench/out/train-<regime>.jsonl (with the machine's load average at its end and the mean step

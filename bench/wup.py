@@ -144,7 +144,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     _, version = load_wordnet_fast()
-    print(f"WordNet open + version hash (the feature's reader, pipeline/resources/wndb.py): "
+    print(f"WordNet open + version hash (the feature's reader, prior/pipeline/resources/wndb.py): "
           f"{time.perf_counter() - t0:.2f} s ({version})")
     if args.nltk_baseline:
         t0 = time.perf_counter()

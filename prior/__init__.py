@@ -1,7 +1,7 @@
 """`prior`: prior-knowledge features for sentence-pair models, built once into a feature store,
 and the knowledge-enhanced BERT models that read them.
 
-The packages (each a folder of the repository, installed under this namespace):
+Its packages, each a folder of ``prior/``:
 
 - `prior.pipeline`: dataset readers, parsers, features, the Dask build;
 - `prior.layouts`: what a stored feature is (storage layouts, ragged arrays, read-time views);

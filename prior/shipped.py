@@ -1,10 +1,11 @@
-"""Files shipped with `prior` as package data: the default biaffine parser model
-(``data/parser``) and the bundled dataset slices (``data/<dataset>/``).
+"""Files shipped with `prior`: the default biaffine parser model (``data/parser``) and the
+bundled dataset slices (``data/<dataset>/``).
 
-They live in ``data/`` beside this module wherever the package is installed (a wheel holds
-them in ``prior/data``; a checkout links ``prior/data`` to the repository's ``data/``).
-Nothing here reads the environment: ``$PRIOR_PARSER_MODEL`` and ``$PRIOR_BUNDLED_DATA``
-override these places where the parser and dataset code look them up.
+They live in the repository's ``data/`` folder, beside the package: a checkout and an editable
+install read them there; a wheel installs them inside the package, as ``prior/data`` (the
+``package-dir`` mapping of pyproject.toml). Nothing here reads the environment:
+``$PRIOR_PARSER_MODEL`` and ``$PRIOR_BUNDLED_DATA`` override these places where the parser and
+dataset code look them up.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ __all__ = ["parser_model_dir", "shipped_data_dir"]
 
 
 def shipped_data_dir() -> Path:
-    """The folder of shipped data (resolved: the repository's ``data/`` in a checkout)."""
-    return (Path(__file__).parent / "data").resolve()
+    """The folder of shipped data: ``prior/data`` in an installed wheel, else the repository's
+    ``data/`` beside the package (a checkout, an editable install)."""
+    package = Path(__file__).resolve().parent
+    installed = package / "data"
+    return installed if installed.is_dir() else package.parent / "data"
 
 
 def parser_model_dir() -> Path:

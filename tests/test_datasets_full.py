@@ -72,7 +72,7 @@ def test_datasets_full_sick_txt_semeval_sets() -> None:
 @needs_shared
 def test_datasets_slices_are_reproducible(tmp_path: Path) -> None:
     out = tmp_path / "data"
-    subprocess.run([sys.executable, str(REPO / "data" / "make_slices.py"), "--source",
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_slices.py"), "--source",
                     str(SHARED), "--out", str(out)], check=True, capture_output=True)
     for folder in sorted(p for p in out.iterdir() if p.is_dir()):
         for f in folder.iterdir():

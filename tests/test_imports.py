@@ -48,16 +48,9 @@ def _module_name(path: Path) -> str:
 
 
 def our_modules() -> dict[str, Path]:
-    """Module name → file, for every module of ``prior``: the layer packages (folders of the
-    repository that ``prior/`` links to, so read from the folders, each file once) and the
-    modules of ``prior/`` itself (the version, the error root)."""
-    found: dict[str, Path] = {}
-    for name in LAYERS:
-        for path in sorted((ROOT / name).rglob("*.py")):
-            found[f"prior.{_module_name(path)}"] = path
-    for path in sorted((ROOT / "prior").glob("*.py")):
-        found[_module_name(path)] = path
-    return found
+    """Module name → file, for every module of ``prior``: the layer packages and the modules of
+    ``prior/`` itself (the shared root)."""
+    return {_module_name(path): path for path in sorted((ROOT / "prior").rglob("*.py"))}
 
 
 def layer_of(module: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Leases (featurestore/lease.py) and how gc respects them: deterministic, on a local folder and
+"""Leases (prior/featurestore/lease.py) and how gc respects them: deterministic, on a local folder and
 on an in-memory fsspec store."""
 
 import json

@@ -1,4 +1,4 @@
-"""The one check of names that may end up in a path (featurestore/names.py)."""
+"""The one check of names that may end up in a path (prior/featurestore/names.py)."""
 
 import pyarrow as pa
 import pytest

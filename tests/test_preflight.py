@@ -1,4 +1,4 @@
-"""A build checks what it needs before its first commit (pipeline/preflight.py): failures are
+"""A build checks what it needs before its first commit (prior/pipeline/preflight.py): failures are
 one line naming the cause, and the store is left as it was."""
 
 from __future__ import annotations

@@ -1,0 +1,13 @@
+"""The on-disk feature store of `prior`: keys, layout, atomic commits, reads, Polars views.
+
+    from prior.featurestore import open_store
+    store = open_store("~/.cache/prior/store")
+    df = store.frame("wup", dataset="snli", split="test")
+    lazy = store.scan("wup", dataset="snli", split="test")   # the same, as a Polars LazyFrame
+"""
+
+from prior.featurestore.errors import DataError, NotFoundError, PriorError, ResourceError, StoreError
+from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, make_entry, open_store
+
+__all__ = ["DataError", "EntryInfo", "FeatureData", "NotFoundError", "PriorError", "Resource",
+           "ResourceError", "Store", "StoreError", "make_entry", "open_store"]

@@ -1,0 +1,1 @@
+"""Read datasets, parse sentences, compute features: the Dask build that fills the store."""
