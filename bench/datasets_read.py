@@ -12,7 +12,7 @@ import argparse
 import time
 from pathlib import Path
 
-from prior.featurestore.errors import NotFoundError
+from prior.errors import NotFoundError
 from prior.pipeline.datasets import list_datasets, read_split
 
 REPO = Path(__file__).resolve().parent.parent

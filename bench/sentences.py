@@ -40,7 +40,7 @@ FIELDS = ("words", "tags", "upos", "lemmas", "ents")
 def dataset_texts(data_dir: Path, datasets: list[str] | None, limit: int | None) -> dict[str, list[str]]:
     """Unique normalized texts per dataset (a text seen in an earlier dataset is not repeated),
     every split the data dir holds; at most ``limit`` pairs per split."""
-    from prior.featurestore.errors import NotFoundError
+    from prior.errors import NotFoundError
     from prior.featurestore.keys import normalize_text
     from prior.pipeline.datasets import list_datasets, read_split
 

@@ -56,7 +56,7 @@ def _store(path: str):
 
 
 def _has_feature(store, model: str) -> bool:
-    from prior.featurestore.errors import NotFoundError
+    from prior.errors import NotFoundError
     from prior.trainers.models import MODEL_CLASSES
 
     feature = MODEL_CLASSES[model].feature

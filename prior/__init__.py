@@ -10,9 +10,11 @@ Its packages, each a folder of ``prior/``:
   ``from prior.trainers import load_model``;
 - `prior.cli`: the ``prior`` command.
 
-Below them all: `prior.errors` (the error root, ``PriorError``) and `prior.shipped` (the
-parser model and dataset slices shipped as package data). Importing `prior` imports nothing
-else.
+Below them all, the shared root: `prior.errors` (the error root, ``PriorError``, and its
+subclasses by topic), `prior.paths` (``PRIOR_HOME`` and the other places, resolved when used),
+`prior.progress` (the progress bars), `prior.parser_spec` (the ``--parser`` syntax and its
+trust judgement) and `prior.shipped` (the parser model and dataset slices shipped with the
+package). They import nothing of the packages above; importing `prior` imports nothing else.
 """
 
 from prior.errors import PriorError

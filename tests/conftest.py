@@ -43,7 +43,7 @@ def shared_data() -> Path:
 def wordnet(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """nltk's WordNet reader as `load_wordnet()` gives it (private copy under a temporary
     PRIOR_HOME); skips the test where WordNet is not installed."""
-    from prior.featurestore.errors import ResourceError
+    from prior.errors import ResourceError
     from prior.pipeline.resources.wordnet import load_wordnet
 
     home = tmp_path_factory.mktemp("prior_home")

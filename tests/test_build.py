@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from prior.featurestore import NotFoundError, PriorError, open_store
+from prior.errors import NotFoundError, PriorError
+from prior.featurestore import open_store
 from prior.pipeline.build import BuildOptions, RunOptions, _partitions, build, options_from
 from prior.pipeline.features.sdoi import sdoi_mask
 from prior.pipeline.parsers import get_parser

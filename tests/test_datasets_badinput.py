@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prior.featurestore.errors import DataError, NotFoundError, PriorError
+from prior.errors import DataError, NotFoundError, PriorError
 from prior.pipeline.datasets import read_split
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 from prior.pipeline.datasets import read_file
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prior.featurestore.errors import NotFoundError
+from prior.errors import NotFoundError
 from prior.pipeline.datasets import dataset_splits, list_datasets, read_split
 from prior.pipeline.datasets.labels import SNLI_NO_GOLD
 from prior.pipeline.datasets.resolve import bundled_dir

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from prior.errors import PriorError, ResourceError
 from prior.featurestore import open_store
-from prior.featurestore.errors import PriorError, ResourceError
 from prior.pipeline.embeddings.io import read_embeddings, write_word2vec_text
 from prior.pipeline.embeddings.table import load_embeddings
 from prior.pipeline.features.emb import EmbFeature, oov_rates, oov_stats, word_ids
@@ -140,7 +140,7 @@ def test_embeddings_feature_train_command_bar(built: tuple[Path, Path], tmp_path
 
 def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Path, Path],
                                                                 tmp_path: Path) -> None:
-    from prior.featurestore.errors import DataError
+    from prior.errors import DataError
     from prior.featurestore.maintenance import verify_store
     from prior.pipeline.build import build, options_from
 
@@ -217,7 +217,7 @@ def test_embeddings_feature_restricted_index_gives_the_same_ids() -> None:
 
 
 def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -> None:
-    from prior.featurestore.errors import NotFoundError
+    from prior.errors import NotFoundError
     from prior.pipeline.build import BuildOptions
     from prior.pipeline.features.registry import features_for
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 from prior.pipeline.embeddings.io import detect_format, read_embeddings, write_word2vec_binary, write_word2vec_text
 
 WORDS = ["the", "Cat", "naïve", "dog"]

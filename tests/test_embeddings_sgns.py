@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.embeddings.depcontexts import corpus_contexts, dependency_contexts
 from prior.pipeline.embeddings.sgns import SgnsSettings, train_sgns
 from prior.pipeline.parsers.base import Parse

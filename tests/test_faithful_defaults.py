@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 import torch
 
+from prior.errors import PriorError
 from prior.featurestore import keys as K
 from prior.featurestore import open_store
-from prior.featurestore.errors import PriorError
 from prior.featurestore.store import make_entry
 from prior.layouts.kinds import WordIds
 from prior.layouts.views import dafa_matrix

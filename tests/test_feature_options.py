@@ -6,8 +6,8 @@ from typer.testing import CliRunner
 
 from prior.cli.key_value import parse_feature_options, parse_value
 from prior.cli.main import app
+from prior.errors import PriorError
 from prior.featurestore import open_store
-from prior.featurestore.errors import PriorError
 from prior.pipeline.build import BuildOptions
 from prior.pipeline.features.registry import features_for
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prior.featurestore.errors import DataError, PriorError
+from prior.errors import DataError, PriorError
 from prior.pipeline.features.dep import DepFeature, depths, subgraph_matrix, trigram_matrix
 from prior.pipeline.parsers.base import Parse
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import DataError, PriorError
+from prior.errors import DataError, PriorError
 from prior.featurestore.keys import entry_key, params_key
 from prior.pipeline.features.base import Feature
 from prior.pipeline.features.sdoi import SdoiFeature, sdoi_mask, span_interval_mask

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.pipeline.features.tfidf import IdfTable, TfidfFeature, tfidf_weights
 from prior.pipeline.parsers.base import Parse
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.featurestore.keys import params_key
 from prior.pipeline.features.base import Feature
 from prior.pipeline.features.wup import NAME_ENTITIES, OTHER_ENTITIES, UERBERT_STOPWORDS, UPOS_TO_WN, WupFeature

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
+from prior.errors import PriorError
 from prior.featurestore import keys as K
-from prior.featurestore.errors import PriorError
 
 # Pinned: a change here silently invalidates every store in the world.
 PINNED_SENTENCE = "5be368721aeac636f34ddce9ef4891ee"

@@ -9,9 +9,10 @@ import uuid
 import pyarrow as pa
 import pytest
 
+from prior.errors import DataError
 from prior.featurestore import StoreError, open_store
 from prior.featurestore.catalog import SEGMENTS, new_segment_id
-from prior.featurestore.errors import DataError, SegmentLostError
+from prior.featurestore.errors import SegmentLostError
 from prior.featurestore.lease import (
     LEASES,
     Lease,

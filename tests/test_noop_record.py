@@ -14,9 +14,9 @@ import pytest
 
 import prior.featurestore.segments as segments_module
 import prior.pipeline.datasets as datasets_module
+from prior.errors import DataError
 from prior.featurestore import open_store
 from prior.featurestore.catalog import CATALOG
-from prior.featurestore.errors import DataError
 from prior.pipeline import noop
 from prior.pipeline.build import build
 from tests.test_kill_commits import _opts, frames

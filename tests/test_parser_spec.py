@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from prior.errors import PriorError
-from prior.featurestore.parser_spec import ParserSpec, ParserSpecError, loads_code, recorded_spec
+from prior.featurestore.selection import recorded_spec
+from prior.parser_spec import ParserSpec, ParserSpecError, loads_code
 
 
 @pytest.mark.parametrize(("text", "name", "arg"), [

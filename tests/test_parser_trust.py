@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore.catalog import CATALOG, record_checksum
-from prior.featurestore.parser_spec import loads_code
+from prior.parser_spec import loads_code
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ def test_python_api_refuses_recorded_and_loads_named_pickle(crafted: dict[str, P
                                                             tmp_path: Path) -> None:
     """`load_model(...).predict` refuses the recorded spec; the same spec given as ``parser=``
     is the caller's choice and is loaded: the payload runs (which shows the file is a live one)."""
-    from prior.featurestore.errors import ResourceError
+    from prior.errors import ResourceError
     from prior.pipeline.parsers import UntrustedParserError
     from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
@@ -189,7 +189,7 @@ def test_recorded_spec_refuses_anything_else_without_opening_it(spec: str, tmp_p
 
 def test_exported_parser_with_a_transformer_encoder_is_refused(tmp_path: Path) -> None:
     """An exported model's settings cannot make supar fetch (and unpickle) a transformer."""
-    from prior.featurestore.errors import ResourceError
+    from prior.errors import ResourceError
     from prior.pipeline.parsers.artifact import read_config
 
     model = tmp_path / "parser"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers import fingerprint_of, get_parser
 from prior.pipeline.parsers.artifact import CONFIG_FILE, WEIGHTS_FILE, load_artifact
 from prior.pipeline.parsers.biaffine import BiaffineParser, default_model_dir

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 from prior.pipeline.parsers.conllu import format_conllu, parse_conllu, read_conllu
 
 SLICE = Path(__file__).resolve().parents[1] / "data" / "ud_ewt_slice"

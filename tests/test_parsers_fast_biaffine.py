@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers import fingerprint_of
 from prior.pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
 from prior.pipeline.parsers.conllu import read_conllu

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers import get_parser
 from prior.pipeline.parsers.base import DependencyParser, Parse
 from prior.pipeline.parsers.spacy_backend import SpacyParser, find_spacy_model, shared_annotator, weights_digest

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
 from prior.pipeline.parsers.conllu import read_conllu
 from prior.pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load

@@ -130,7 +130,7 @@ def test_predict_pairs_from_options_stdin_and_python(trained: tuple[Path, Path, 
     predictions = model.predict([(a1, b1), (a2, b2)])
     assert [p.row for p in predictions] == [0, 1] and [p.label for p in predictions] == [r["label"] for r in rows]
     assert predictions[0].probabilities == pytest.approx(one["probabilities"], abs=1e-6)
-    from prior.featurestore.errors import DataError
+    from prior.errors import DataError
 
     with pytest.raises(DataError, match=r"pair 1 \[b\] empty sentence"):
         model.predict([(a1, b1), (a2, " ")])
@@ -176,7 +176,7 @@ def test_predict_with_the_callers_builder(trained: tuple[Path, Path, Path], home
 
 def test_predict_without_a_builder_is_a_one_line_error(tmp_path: Path) -> None:
     """Without ``builder=`` `load_model` says what to pass, before it reads the checkpoint."""
-    from prior.featurestore.errors import PriorError
+    from prior.errors import PriorError
     from prior.trainers import load_model
 
     with pytest.raises(PriorError, match=r"needs builder=") as info:

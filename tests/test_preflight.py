@@ -7,7 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from prior.cli.main import app
-from prior.featurestore import ResourceError, StoreError, open_store
+from prior.errors import ResourceError
+from prior.featurestore import StoreError, open_store
 from prior.featurestore.lease import LEASES, Lease
 from prior.pipeline import preflight
 from prior.pipeline.build import build

@@ -8,9 +8,9 @@ import io
 import pytest
 from rich.console import Console
 
-from prior.featurestore.progress import stage_bars
 from prior.pipeline.parsers.conllu import ConlluSentence
 from prior.pipeline.parsers.evaluate import PROGRESS_SENTENCES, evaluate_parser
+from prior.progress import stage_bars
 
 
 def drawn(monkeypatch: pytest.MonkeyPatch, setting: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.resources import wn_hierarchy as H
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.pipeline.resources.wndb import POS_LIST, WndbReader, WordNetError, open_wndb
 
 REPO = Path(__file__).resolve().parents[1]

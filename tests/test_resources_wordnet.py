@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.pipeline.resources import wordnet as wnres
 
 DEBIAN = wnres.DEBIAN_DIR

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from prior.cli.pairview import format_pair, pair_view
 from prior.cli.show import show_cmd
+from prior.errors import PriorError
 from prior.featurestore import open_store
-from prior.featurestore.errors import PriorError
 from prior.layouts.views import DEP_VIEWS, dafa_matrix, dep_view_name
 from prior.pipeline.features.dep import subgraph_matrix, trigram_matrix
 from prior.pipeline.features.forms import word_forms

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from prior.cli import store_flags
 from prior.cli.main import app
-from prior.featurestore import DataError, PriorError, open_store
+from prior.errors import DataError, PriorError
+from prior.featurestore import open_store
 from prior.featurestore import storage_options as so
 from prior.pipeline.build import build
 from tests.test_build import _frame_rows, _opts

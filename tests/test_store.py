@@ -5,7 +5,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from prior.featurestore import NotFoundError, StoreError, make_entry, open_store
+from prior.errors import NotFoundError
+from prior.featurestore import StoreError, make_entry, open_store
 from prior.featurestore import keys as K
 from prior.featurestore.catalog import new_segment_id
 from prior.featurestore.maintenance import gc_store, store_info, verify_store

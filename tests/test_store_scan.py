@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 import prior.featurestore.export as export_module
 import prior.featurestore.scan as scan_module
 from prior.cli.main import app
-from prior.featurestore import DataError, NotFoundError, make_entry, open_store
+from prior.errors import DataError, NotFoundError
 from prior.featurestore import keys as K
+from prior.featurestore import make_entry, open_store
 from prior.featurestore.export import export_parquet
 from prior.featurestore.selection import EntrySelectionError
 from prior.featurestore.store import Store

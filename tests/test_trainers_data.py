@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.trainers.data import MissingFeatureError, load_split
 from tests.trainers_fixtures import PAIRS, pair_value, tiny_store, tiny_tokenizer
 

@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from prior.cli.train import eval_, train
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.trainers import backbones
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 

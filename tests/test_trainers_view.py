@@ -14,8 +14,8 @@ import typer
 from typer.testing import CliRunner
 
 from prior.cli.train import eval_, train
+from prior.errors import PriorError
 from prior.featurestore import storage_options as so
-from prior.featurestore.errors import PriorError
 from prior.layouts.views import resolve_view, variants
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 

@@ -189,11 +189,10 @@ def test_the_error_root_is_below_every_package() -> None:
     for path in sorted((REPO / "prior" / "layouts").rglob("*.py")):
         ours = [n for n in imported_modules(path) if n == "prior" or n.startswith("prior.")]
         assert all(n == "prior.errors" or n.startswith("prior.layouts") for n in ours), (path.name, ours)
-    from prior.errors import PriorError
-    from prior.featurestore.errors import DataError
-    from prior.featurestore.errors import PriorError as Reexported
+    from prior.errors import DataError, PriorError
+    from prior.featurestore.errors import StoreError
 
-    assert Reexported is PriorError and issubclass(DataError, PriorError)
+    assert issubclass(DataError, PriorError) and issubclass(StoreError, PriorError)
 
 
 def test_env_flags_missing_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

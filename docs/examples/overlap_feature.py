@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.layouts.kinds import PairMatrix
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.parsers.base import Parse

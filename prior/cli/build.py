@@ -12,7 +12,7 @@ from rich.table import Table
 from prior.cli.console import console, friendly_errors, human_bytes
 from prior.cli.key_value import parse_feature_options
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.pipeline.build import DEFAULT_FEATURES
 from prior.pipeline.features.registry import FEATURE_SETS
 from prior.pipeline.parsers.base import MAX_WORDS

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)

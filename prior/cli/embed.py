@@ -10,7 +10,7 @@ import typer
 
 from prior.cli.console import console, friendly_errors
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from prior.featurestore.progress import stage_bars
+from prior.progress import stage_bars
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
                   no_args_is_help=True)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from prior.cli.key_value import key_value
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.layouts.views import VIEWS
 
 #: names a read may give (for help texts): the registered views, then any other entry name

@@ -17,7 +17,7 @@ PACKAGES = ("torch", "transformers", "spacy", "supar", "nltk", "numpy", "pyarrow
 
 
 def env_lines() -> list[tuple[str, str]]:
-    from prior.featurestore.paths import data_dir, default_store, prior_home
+    from prior.paths import data_dir, default_store, prior_home
 
     lines = [("python", sys.version.split()[0]), ("platform", platform.platform())]
     for pkg in PACKAGES:
@@ -99,7 +99,7 @@ def bundled_data_line() -> str:
 def spacy_model_line() -> str:
     """The spaCy English package the parsers and taggers load (the first installed of
     ``MODEL_NAMES``) and its version, or why none can be."""
-    from prior.featurestore.errors import PriorError
+    from prior.errors import PriorError
     from prior.pipeline.parsers.spacy_models import find_spacy_model
 
     try:
@@ -111,8 +111,8 @@ def spacy_model_line() -> str:
 
 def storage_options_line() -> str:
     """The keys of ``$PRIOR_STORAGE_OPTIONS``; never their values (credentials)."""
+    from prior.errors import PriorError
     from prior.featurestore import storage_options as so
-    from prior.featurestore.errors import PriorError
 
     try:
         options = so.from_env()
@@ -124,7 +124,7 @@ def storage_options_line() -> str:
 def wordnet_lines() -> list[tuple[str, str]]:
     """Where WordNet is read from, its content id, and its hierarchy table's cache (found
     without importing nltk where the files are plain files)."""
-    from prior.featurestore.errors import PriorError
+    from prior.errors import PriorError
     from prior.pipeline.resources.wn_hierarchy import cache_dir
     from prior.pipeline.resources.wordnet import wndb_dir, wordnet_version
 

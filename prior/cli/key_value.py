@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 
 def split_item(item: str) -> tuple[str, str] | None:

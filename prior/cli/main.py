@@ -20,7 +20,7 @@ from prior.cli.plugins import CODE_FLAG, load_user_code
 from prior.cli.predict import predict_cmd
 from prior.cli.show import show_cmd
 from prior.cli.train import eval_, train
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 
 class PriorGroup(TyperGroup):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from prior.featurestore.errors import NotFoundError, PriorError
+from prior.errors import NotFoundError, PriorError
 from prior.featurestore.selection import entries_line
 from prior.layouts.views import VIEWS
 

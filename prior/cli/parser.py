@@ -50,8 +50,8 @@ def eval_cmd(
     = "biaffine",
 ) -> None:
     """UAS / LAS of a parser on gold words; the last line reads `UAS=<x> LAS=<y>` (punct excluded)."""
-    from prior.featurestore.progress import stage_bars
     from prior.pipeline.parsers.evaluate import evaluate_file
+    from prior.progress import stage_bars
 
     with stage_bars() as progress:
         result = evaluate_file(parser, file, progress)

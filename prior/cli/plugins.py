@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 CODE_FLAG = "--code"
 FEATURE_GROUP = "prior.features"

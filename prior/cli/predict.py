@@ -17,7 +17,7 @@ import typer
 
 from prior.cli.console import err_console, friendly_errors
 from prior.cli.store_flags import StorageOptionOpt, storage_options
-from prior.featurestore.errors import DataError, PriorError
+from prior.errors import DataError, PriorError
 
 if TYPE_CHECKING:
     from prior.trainers.predict import Prediction

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from prior.cli.key_value import read_value, split_item
+from prior.errors import DataError
 from prior.featurestore import storage_options as so
-from prior.featurestore.errors import DataError
 
 StoreOpt = Annotated[str | None, typer.Option(
     help="Store directory or fsspec URL, e.g. s3://bucket/store (default $PRIOR_STORE or $PRIOR_HOME/store).")]

@@ -15,7 +15,7 @@ import typer
 from prior.cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from prior.cli.key_value import read_value, split_item
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.trainers.models import MODELS
 
 ViewOpt = Annotated[str | None, typer.Option(
@@ -133,7 +133,7 @@ def eval_(
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
-    from prior.featurestore.progress import stage_bars
+    from prior.progress import stage_bars
     from prior.trainers.checkpoint import read_meta
     from prior.trainers.loop import checkpoint_dir, evaluate_checkpoint
 

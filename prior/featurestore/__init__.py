@@ -6,8 +6,7 @@
     lazy = store.scan("wup", dataset="snli", split="test")   # the same, as a Polars LazyFrame
 """
 
-from prior.featurestore.errors import DataError, NotFoundError, PriorError, ResourceError, StoreError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, make_entry, open_store
 
-__all__ = ["DataError", "EntryInfo", "FeatureData", "NotFoundError", "PriorError", "Resource",
-           "ResourceError", "Store", "StoreError", "make_entry", "open_store"]
+__all__ = ["EntryInfo", "FeatureData", "Resource", "Store", "StoreError", "make_entry", "open_store"]

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from prior.errors import NotFoundError
 from prior.featurestore import keys as keymod
-from prior.featurestore.errors import NotFoundError, StoreError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.recipe import Recipe, read_recorded
 from prior.layouts.kinds import Layout
 from prior.layouts.kinds import from_json as layout_from_json

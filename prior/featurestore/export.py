@@ -36,7 +36,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 DIGEST_BYTES = 16
 _WHITESPACE = re.compile(r"\s+")

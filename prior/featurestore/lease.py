@@ -42,10 +42,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from prior.errors import DataError
 from prior.featurestore.catalog import CATALOG, SEGMENTS, is_segment_id, new_segment_id
-from prior.featurestore.envvars import positive_number
-from prior.featurestore.errors import DataError, StoreError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
+from prior.paths import positive_number
 
 LEASES = "leases"
 ENV_SECONDS = "PRIOR_LEASE_SECONDS"

@@ -14,8 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from prior.errors import PriorError
 from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
-from prior.featurestore.errors import PriorError, StoreError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
 from prior.featurestore.missing import incomplete_pairs, rebuild_recipes

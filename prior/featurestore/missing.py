@@ -17,8 +17,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from prior.errors import NotFoundError, PriorError
 from prior.featurestore.entries import EntryInfo
-from prior.featurestore.errors import NotFoundError, PriorError
 from prior.featurestore.recipe import FeatureRecipe, Recipe, read_recorded, render
 from prior.featurestore.segment_files import source_of
 from prior.featurestore.selection import Coverage, build_recipe, feature_recipe

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from prior.featurestore.errors import NotFoundError, StoreError
+from prior.errors import NotFoundError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
 from prior.featurestore.segment_files import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where

@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable
 
 import polars as pl
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 
 ENV_LIMIT = "PRIOR_SEGMENT_CACHE_MB"
 DEFAULT_LIMIT_MB = 1024

@@ -13,10 +13,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from prior.errors import PriorError
 from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
-from prior.featurestore.errors import PriorError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged

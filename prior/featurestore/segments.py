@@ -35,11 +35,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from prior.errors import NotFoundError, PriorError
 from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
 from prior.featurestore.checked import damaged
 from prior.featurestore.entries import EntryInfo, FeatureData, Resource
-from prior.featurestore.errors import NotFoundError, PriorError, SegmentLostError, StoreError
+from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name

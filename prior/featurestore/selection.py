@@ -36,8 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from prior.featurestore.errors import NotFoundError
-from prior.featurestore.parser_spec import loads_code, recorded_spec
+from prior.errors import NotFoundError
 from prior.featurestore.recipe import (
     EntryPick,
     FeatureRecipe,
@@ -47,6 +46,7 @@ from prior.featurestore.recipe import (
     render_entry_pick,
     render_parse_pick,
 )
+from prior.parser_spec import loads_code
 
 if TYPE_CHECKING:
     import polars as pl
@@ -197,6 +197,15 @@ def pairs_recipe(store: SegmentStore, dataset: str, split: str | None) -> Recipe
     limits = [n for s in current if isinstance(n := s.meta.get("limit"), int)]
     limit = max(limits) if split is not None and len(limits) == len(current) else None
     return recorded.source().with_(limit=limit)
+
+
+def recorded_spec(target: Mapping[str, Any]) -> str | None:
+    """The ``--parser`` value a parses record (a segment's target) names: its ``spec``, else
+    ``spacy`` for a spaCy parse recorded before specs were; None where the record does not say
+    (the default parser's)."""
+    if target.get("spec"):
+        return str(target["spec"])
+    return "spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None
 
 
 def parser_spec(store: SegmentStore, parse: str | None) -> str | None:

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 
 ENV = "PRIOR_STORAGE_OPTIONS"
 

@@ -18,11 +18,11 @@ import polars as pl
 
 from prior.featurestore.entries import EntryInfo, FeatureData, Resource, make_entry
 from prior.featurestore.frame import build_frame, pair_texts, view_entries
-from prior.featurestore.paths import default_store
 from prior.featurestore.scan import scan_frame
 from prior.featurestore.segment_files import PARSE_COLUMNS, indexed_items
 from prior.featurestore.segments import FORMAT, SegmentStore
 from prior.featurestore.selection import Request, select_entry
+from prior.paths import default_store
 
 __all__ = ["FORMAT", "PARSE_COLUMNS", "EntryInfo", "FeatureData", "Resource", "SegmentStore", "Store",
            "indexed_items", "make_entry", "open_store"]

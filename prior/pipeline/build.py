@@ -32,12 +32,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from prior.errors import DataError, NotFoundError, PriorError
 from prior.featurestore import keys as K
 from prior.featurestore import make_entry, open_store
-from prior.featurestore.errors import DataError, NotFoundError, PriorError
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
-from prior.featurestore.progress import bars
 from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
@@ -45,6 +44,7 @@ from prior.featurestore.store import EntryInfo, Store
 from prior.pipeline import noop, preflight, startup, worker
 from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
 from prior.pipeline.parsers.base import MAX_WORDS, Parse, over_limit
+from prior.progress import bars
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ class _Runner:
         if self.settings.scheduler:
             self.client = preflight.connect(self.settings.scheduler)
         else:
-            from prior.featurestore.paths import prior_home
+            from prior.paths import prior_home
 
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)

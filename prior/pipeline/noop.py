@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from prior.featurestore.catalog import Segment
-from prior.featurestore.paths import prior_home
 from prior.featurestore.store import Store
+from prior.paths import prior_home
 
 RECORD_FORMAT = 1
 

@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prior.errors import DataError, PriorError
 from prior.featurestore import keys as K
 from prior.featurestore import open_store
-from prior.featurestore.errors import DataError, PriorError, StoreError
+from prior.featurestore.errors import StoreError
 from prior.featurestore.store import EntryInfo, Store
 
 _RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prior.featurestore.envvars import positive_number
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
+from prior.paths import positive_number
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0

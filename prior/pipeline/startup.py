@@ -31,8 +31,8 @@ from contextlib import suppress
 from importlib.machinery import ModuleSpec
 from typing import Any
 
-from prior.featurestore.errors import PriorError
-from prior.featurestore.parser_spec import ParserSpec
+from prior.errors import PriorError
+from prior.parser_spec import ParserSpec
 from prior.pipeline.parsers.spacy_models import SPACY_WITHOUT_TORCH_ENV, find_spacy_model, needs_torch
 
 ENV = "PRIOR_STARTUP_TUNING"

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from prior.errors import NotFoundError
 from prior.featurestore import open_store
 from prior.featurestore.catalog import Segment
-from prior.featurestore.errors import NotFoundError
 from prior.featurestore.store import EntryInfo, Store
 from prior.pipeline import startup
 from prior.pipeline.parsers.base import Parse

@@ -22,7 +22,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig
 from transformers.utils import logging as hf_logging
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.trainers.models.base import PriorBertModel
 
 HUB_IDS = {"base": "google-bert/bert-base-uncased", "large": "google-bert/bert-large-uncased"}

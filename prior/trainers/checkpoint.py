@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 if TYPE_CHECKING:
     from prior.trainers.models.base import PriorBertModel

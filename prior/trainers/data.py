@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from prior.errors import DataError, PriorError
 from prior.featurestore import Store
-from prior.featurestore.errors import DataError, PriorError
 from prior.featurestore.frame import gather
 from prior.featurestore.recipe import FeatureRecipe, Recipe, render
 from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_recipe, select_parse

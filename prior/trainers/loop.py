@@ -45,13 +45,13 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from prior.errors import DataError, NotFoundError, PriorError
 from prior.featurestore import Store, open_store
-from prior.featurestore.errors import DataError, NotFoundError, PriorError
 from prior.featurestore.names import check_name
-from prior.featurestore.progress import Progress, stage_bars
 from prior.featurestore.recipe import Recipe, render
 from prior.featurestore.selection import parser_spec
 from prior.layouts.views import resolve_view
+from prior.progress import Progress, stage_bars
 from prior.trainers import backbones, metrics
 from prior.trainers import checkpoint as ckpt
 from prior.trainers.data import PairData, dataset_kind, load_split

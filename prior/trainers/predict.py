@@ -38,13 +38,13 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from prior.errors import DataError, PriorError
 from prior.featurestore import open_store
-from prior.featurestore.errors import DataError, PriorError
-from prior.featurestore.paths import prior_home
-from prior.featurestore.progress import stage_bars
 from prior.featurestore.selection import parser_spec
 from prior.featurestore.store import EntryInfo
 from prior.layouts.views import view_of
+from prior.paths import prior_home
+from prior.progress import stage_bars
 from prior.trainers.data import load_split, read_name
 from prior.trainers.loop import Runtime, checkpoint_dir, load_checkpoint, predict, runtime
 

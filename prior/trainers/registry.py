@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.trainers.models import MODEL_CLASSES
 
 SIZES = ("base", "large", "mini")

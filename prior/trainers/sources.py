@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.layouts.kinds import Layout, PairMatrix, SentenceMask, WordIds
 from prior.layouts.ragged import Ragged
 from prior.trainers.grid import mask_grid, pair_grid, word_rows

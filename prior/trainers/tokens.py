@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.trainers.grid import token_positions
 
 #: how many sentences (or pairs) go to the tokenizer, or through numpy, at once

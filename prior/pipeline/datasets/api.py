@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.datasets.collect import check_limit
 from prior.pipeline.datasets.generic import read_file
 from prior.pipeline.datasets.hub import HubUnavailable, hub_location, hub_note, read_hub

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.datasets.labels import LabelScheme, Unusable
 from prior.pipeline.datasets.tables import ROW_FIELD, Record
 from prior.pipeline.datasets.types import PairRow, Skip

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.datasets import labels as L
 from prior.pipeline.datasets.collect import Collected, Columns, collect
 from prior.pipeline.datasets.lines import iter_lines

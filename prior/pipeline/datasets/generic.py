@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 from prior.pipeline.datasets import labels as L
 from prior.pipeline.datasets.collect import Columns, collect
 from prior.pipeline.datasets.lines import file_sha256

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 
 BOM = b"\xef\xbb\xbf"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prior.featurestore.errors import NotFoundError
+from prior.errors import NotFoundError
 from prior.pipeline.datasets import formats as F
 from prior.pipeline.datasets import labels as L
 

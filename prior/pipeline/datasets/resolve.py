@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from prior.featurestore.errors import NotFoundError
+from prior.errors import NotFoundError
 from prior.pipeline.datasets.registry import DatasetSpec
 from prior.pipeline.datasets.types import Origin
 from prior.shipped import shipped_data_dir

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.datasets.lines import iter_lines
 
 ROW_FIELD = "(row)"  # the `field` of a skip that concerns the whole record

@@ -1,7 +1,7 @@
 """Static word embeddings for GiBERT: file readers and writer, the store's vocabulary table,
 the dependency-context skip-gram trainer and counter-fitting. Long embedding work reports
-through a `prior.featurestore.progress.Progress` callback."""
+through a `prior.progress.Progress` callback."""
 
-from prior.featurestore.progress import Progress
+from prior.progress import Progress
 
 __all__ = ["Progress"]

@@ -41,7 +41,7 @@ from typing import IO, Literal
 
 import numpy as np
 
-from prior.featurestore.errors import DataError, NotFoundError
+from prior.errors import DataError, NotFoundError
 
 Format = Literal["auto", "word2vec", "word2vec-binary", "glove"]
 FORMATS: tuple[str, ...] = ("auto", "word2vec", "word2vec-binary", "glove")

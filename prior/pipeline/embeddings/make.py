@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prior.featurestore.errors import NotFoundError, PriorError
+from prior.errors import NotFoundError, PriorError
 from prior.pipeline.embeddings import Progress
 from prior.pipeline.embeddings.counterfit import CounterfitSettings, counterfit, wordnet_constraints
 from prior.pipeline.embeddings.depcontexts import corpus_contexts

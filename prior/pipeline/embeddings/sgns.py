@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 from prior.pipeline.embeddings import Progress
 from prior.pipeline.embeddings.io import Embeddings
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.embeddings.io import Embeddings
 
 EMBEDDINGS_RESOURCE = "embeddings"

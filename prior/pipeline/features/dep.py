@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import DataError, PriorError
+from prior.errors import DataError, PriorError
 from prior.layouts.kinds import PairMatrix
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.features.forms import WordCompare, check_compare, word_forms

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from prior.featurestore.errors import NotFoundError, PriorError, ResourceError
+from prior.errors import NotFoundError, PriorError, ResourceError
 from prior.featurestore.keys import digest
 from prior.layouts.kinds import WordIds
 from prior.pipeline.features.base import FeatureBase

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol, get_args
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 WordCompare = Literal["lower", "lemma"]
 WORD_COMPARE_CHOICES: tuple[str, ...] = get_args(WordCompare)

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
 
 def accepted_names(constructor: Callable[..., Any]) -> list[str]:

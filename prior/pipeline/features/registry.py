@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 from prior.featurestore.recipe import render_options
 from prior.pipeline.features.options import accepted_names, check_options
 
@@ -43,7 +43,7 @@ def _emb(options: FeatureOptions) -> list[Feature]:
     """Checks that an embedding file (or resource, or an entry to restore) is given and exists
     before any work starts; the file's content is checked when the build reads it, before
     anything is written."""
-    from prior.featurestore.errors import NotFoundError, ResourceError
+    from prior.errors import NotFoundError, ResourceError
     from prior.pipeline.features.emb import EmbFeature
 
     emb_options = options.feature_options.get("emb", {})

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import DataError, PriorError
+from prior.errors import DataError, PriorError
 from prior.layouts.kinds import SentenceMask
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.parsers.base import Parse

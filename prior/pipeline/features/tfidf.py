@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.layouts.kinds import SentenceVector
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.features.forms import WordCompare, check_compare, word_forms

@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.layouts.kinds import PairMatrix
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.features.wupalmer import SynsetInfo, WuPalmer

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.resources.wn_hierarchy import FILE_POS, SS_TYPES, HierarchyTable, table_for
 
 ROOT = "*ROOT*"

@@ -23,8 +23,8 @@ import functools
 import shlex
 from typing import Any
 
-from prior.featurestore.errors import ResourceError
-from prior.featurestore.parser_spec import ParserSpec, loads_code
+from prior.errors import ResourceError
+from prior.parser_spec import ParserSpec, loads_code
 from prior.pipeline.parsers.base import DependencyParser, Parse
 
 __all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.shipped import parser_model_dir
 
 if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need only the files

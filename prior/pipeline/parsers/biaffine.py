@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,

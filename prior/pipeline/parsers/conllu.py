@@ -7,7 +7,7 @@ Choices:
 - Empty nodes (``1.1``, enhanced dependencies only) are skipped: the basic tree never points to
   them, so heads of the remaining words are unchanged.
 - A malformed line (wrong column count, non-integer or out-of-range head, ids not 1..n in
-  order) raises :class:`~prior.featurestore.errors.DataError` naming the file, line and column.
+  order) raises :class:`~prior.errors.DataError` naming the file, line and column.
 - A file need not end with a blank line; several blank lines count as one separator.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prior.featurestore.errors import DataError
+from prior.errors import DataError
 
 N_COLUMNS = 10
 
@@ -97,7 +97,7 @@ def read_conllu(path: str | Path) -> list[ConlluSentence]:
     """All sentences of a CoNLL-U file (see :func:`parse_conllu`)."""
     path = Path(path)
     if not path.is_file():
-        from prior.featurestore.errors import NotFoundError
+        from prior.errors import NotFoundError
 
         raise NotFoundError(f"CoNLL-U file {path} does not exist")
     with path.open(encoding="utf-8") as handle:

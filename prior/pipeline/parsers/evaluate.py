@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prior.featurestore.progress import Progress
 from prior.pipeline.parsers.conllu import ConlluSentence, read_conllu
+from prior.progress import Progress
 
 # ClearNLP (spaCy en_core_web_sm) -> UD universal relation. Approximate: see module docstring.
 SPACY_TO_UD: dict[str, str] = {

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.pipeline.parsers.supar_compat import quiet_supar_warnings
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 from prior.featurestore.keys import normalize_text
 from prior.pipeline.parsers.base import Parse
 from prior.pipeline.parsers.spacy_models import find_spacy_model, import_spacy, installed_model_dir

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 
 __all__ = ["MODEL_NAMES", "SPACY_WITHOUT_TORCH_ENV", "find_spacy_model", "import_spacy", "installed_model_dir",
            "needs_torch"]

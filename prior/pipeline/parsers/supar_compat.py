@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from prior.featurestore.errors import ResourceError
+from prior.errors import ResourceError
 
 # supar's defaults for the LSTM biaffine dependency parser (supar/cmds + models/dep.py +
 # the biaffine-dep-en config of supar 1.1.4), made explicit.

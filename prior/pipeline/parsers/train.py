@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from prior.featurestore.errors import DataError, ResourceError
+from prior.errors import DataError, ResourceError
 from prior.pipeline.parsers.conllu import read_conllu, write_conllu
 from prior.pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
 

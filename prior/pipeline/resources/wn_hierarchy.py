@@ -39,8 +39,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from prior.featurestore.errors import ResourceError
-from prior.featurestore.paths import prior_home
+from prior.errors import ResourceError
+from prior.paths import prior_home
 
 FORMAT = 1
 FILE_POS = ("n", "v", "a", "r")

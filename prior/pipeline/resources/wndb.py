@@ -42,7 +42,7 @@ files; the slow test covers every lemma of every index file under every part of 
 
 Differences, on damaged files only: nltk validates every index line when it loads and warns
 (returning ``None``) for an offset with no synset line; here a malformed line is reported when
-it is first used, and every damage is a :class:`~prior.featurestore.errors.ResourceError` that names
+it is first used, and every damage is a :class:`~prior.errors.ResourceError` that names
 the file and the line or offset. Verb frames and glosses are not read.
 
 Synsets are interned per reader (one object per data file and offset) and immutable once
@@ -62,7 +62,7 @@ from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
 
-from prior.featurestore.errors import PriorError, ResourceError
+from prior.errors import PriorError, ResourceError
 
 POS_LIST = ("n", "v", "a", "r")  # nltk's POS_LIST: the order of synsets(lemma) without pos
 FILE_OF_POS = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}

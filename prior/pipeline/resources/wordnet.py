@@ -43,8 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from prior.featurestore.errors import ResourceError
-from prior.featurestore.paths import prior_home
+from prior.errors import ResourceError
+from prior.paths import prior_home
 
 ENV_DIR = "PRIOR_WORDNET_DIR"
 DEBIAN_DIR = Path("/usr/share/wordnet")

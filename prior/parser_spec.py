@@ -3,22 +3,21 @@
 
 The one place the text is split (:meth:`ParserSpec.parse`) and the one place a spec is judged
 for trust (:meth:`ParserSpec.loads_code`): a spec a store or a checkpoint recorded is data, and
-may be used only where it loads no pickle. It lives in the store's layer because stores
-record specs and reading their records must judge them; which names exist and how a parser is
-loaded is the pipeline's (`prior.pipeline.parsers`).
+may be used only where it loads no pickle. It lives in the shared root because two layers judge
+specs: the store, whose records name them (`prior.featurestore.selection` reads a parses
+record's spec and marks a recorded one that loads code), and the pipeline, which loads parsers;
+which names exist and how a parser is loaded is the pipeline's (`prior.pipeline.parsers`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from prior.featurestore.errors import PriorError
+from prior.errors import PriorError
 
-__all__ = ["ParserSpec", "ParserSpecError", "loads_code", "recorded_spec"]
+__all__ = ["ParserSpec", "ParserSpecError", "loads_code"]
 
 _PACKAGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -70,11 +69,3 @@ def loads_code(spec: str) -> bool:
     except ParserSpecError:
         return True
 
-
-def recorded_spec(target: Mapping[str, Any]) -> str | None:
-    """The ``--parser`` value a parses record (a segment's target) names: its ``spec``, else
-    ``spacy`` for a spaCy parse recorded before specs were; None where the record does not say
-    (the default parser's)."""
-    if target.get("spec"):
-        return str(target["spec"])
-    return "spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None

@@ -6,9 +6,9 @@ with :func:`stage_bars`. Code that drives a rich ``Progress`` directly (the buil
 the training epochs) opens it with :func:`bars`. Both draw the same columns, on standard
 error, so a command's standard output (JSON lines, metrics) stays clean when piped.
 
-It lives here, beside the other conventions read from the environment (``paths.py``,
-``envvars.py``), because both ``pipeline`` and ``trainers`` use it and may import only
-``featurestore``. The environment is read when a bar opens, never at import.
+It lives in the shared root, beside the other conventions read from the environment
+(`prior.paths`), because ``cli``, ``pipeline`` and ``trainers`` all draw bars. The environment
+is read when a bar opens, never at import.
 """
 
 from __future__ import annotations
