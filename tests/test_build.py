@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 
 from prior.errors import NotFoundError, PriorError
-from prior.featurestore import open_store
+from prior.featurestore import StoreRef, open_store
 from prior.pipeline.build import BuildOptions, RunOptions, _partitions, build, options_from
 from prior.pipeline.features.sdoi import sdoi_mask
 from prior.pipeline.parsers import get_parser
 
 
 def _opts(store, **kw) -> tuple[BuildOptions, RunOptions]:
-    base = dict(dataset="snli", splits=("test",), features=("sdoi",), store=str(store), parser="spacy",
+    base = dict(dataset="snli", splits=("test",), features=("sdoi",),
+                store=store if isinstance(store, StoreRef) else str(store), parser="spacy",
                 limit=12, workers=0, progress=False)
     base.update(kw)
     return options_from(**base)
@@ -253,7 +254,7 @@ def test_options_split_what_is_built_from_how_it_runs():
 
     what, how = {f.name for f in fields(BuildOptions)}, {f.name for f in fields(RunOptions)}
     assert not what & how
-    assert {"workers", "scheduler", "partition_size", "parse_device", "storage_options", "progress"} <= how
+    assert {"store", "workers", "scheduler", "partition_size", "parse_device", "progress"} <= how
     options, run = options_from(dataset="sick", limit=3, store="s", workers=0, partition_size=7)
     assert (options.dataset, options.limit, run.store, run.workers, run.partition_size) == ("sick", 3, "s", 0, 7)
     with pytest.raises(TypeError):

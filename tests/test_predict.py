@@ -157,20 +157,21 @@ def test_predict_reuses_the_store_and_refuses_another_parse(trained: tuple[Path,
 def test_predict_with_the_callers_builder(trained: tuple[Path, Path, Path], home: Path, tmp_path: Path) -> None:
     """`load_model` builds new pairs' features with the builder its caller gives (here one that
     wraps the pipeline's), since `trainers` imports no pipeline code of its own."""
+    from prior.featurestore import StoreRef
     from prior.pipeline.predict import build_pairs
     from prior.trainers import load_model
     from prior.trainers.predict import Built
 
     _, out, _ = trained
-    calls: list[tuple[str | None, object]] = []
+    calls: list[tuple[StoreRef | str | None, object]] = []
 
-    def builder(store: str | None, **kw: object) -> Built:
+    def builder(store: StoreRef | str | None, **kw: object) -> Built:
         calls.append((store, kw["pairs"]))
         return build_pairs(store, **kw)  # type: ignore[arg-type]
 
     pair = [("A dog runs in the park", "An animal is outside")]
     mine = load_model(out, store=str(tmp_path / "s"), builder=builder).predict(pair)
-    assert calls == [(str(tmp_path / "s"), pair)]
+    assert calls == [(StoreRef(str(tmp_path / "s")), pair)]  # the store, as one handle
     assert mine == load_model(out, store=str(tmp_path / "s"), builder=build_pairs).predict(pair)
 
 

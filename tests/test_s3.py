@@ -1,7 +1,7 @@
 """A store on S3, against a real S3 API server on 127.0.0.1 (moto's, in this process).
 
 The endpoint and the keys are given only as storage options (`--storage-option`,
-$PRIOR_STORAGE_OPTIONS, `storage_options=`): the environment holds no AWS settings at all, so
+$PRIOR_STORAGE_OPTIONS, a `StoreRef`'s options): the environment holds no AWS settings at all, so
 nothing here can reach a real AWS account. Skipped, with the reason, where moto or s3fs is
 not installed (`pip install -e .[test]`) or the server cannot start.
 """
@@ -25,9 +25,9 @@ import pytest
 from typer.testing import CliRunner
 
 from prior.cli.main import app
-from prior.featurestore import StoreError, open_store
-from prior.featurestore import storage_options as so
+from prior.featurestore import StoreError, StoreRef, open_store
 from prior.featurestore.maintenance import verify_store
+from prior.featurestore.ref import ENV as OPTIONS_ENV
 from prior.pipeline import preflight, worker
 from prior.pipeline.build import build
 from tests.test_build import _opts
@@ -100,7 +100,7 @@ def s3(s3_server: S3, monkeypatch: pytest.MonkeyPatch, tmp_path) -> S3:
     """No AWS settings in the environment: no keys, endpoint, profile or config files, no
     instance-metadata lookups; prior's own storage options are unset too; no S3 filesystem
     made by an earlier test."""
-    for name in (*AWS_SETTINGS, so.ENV):
+    for name in (*AWS_SETTINGS, OPTIONS_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
@@ -123,17 +123,17 @@ SICK = dict(dataset="sick", splits=("test",), limit=20)
 _ONE_ATTEMPT = 'config_kwargs={"retries": {"max_attempts": 1}}'  # botocore's: a dead endpoint fails at once
 
 
-def _frame(location, **storage) -> list[dict[str, Any]]:
-    return open_store(location, create=False, **storage).frame("sdoi", dataset="sick", split="test").to_dicts()
+def _frame(store) -> list[dict[str, Any]]:
+    return open_store(store, create=False).frame("sdoi", dataset="sick", split="test").to_dicts()
 
 
 def test_s3_build_with_endpoint_only_in_options_equals_local(s3, tmp_path):
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    report = build(*_opts(url, **SICK, storage_options=s3.options()))
+    report = build(*_opts(StoreRef(url, s3.options()), **SICK))
     assert report.stage("parse").computed > 0
     build(*_opts(tmp_path / "local", **SICK))
-    assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "local")
+    assert _frame(StoreRef(url, s3.options())) == _frame(tmp_path / "local")
     # the reported size is what the committed files take on the server
     held = s3.objects(bucket)
     committed = sum(held[f"store/segments/{r['id']}/{inner}"] for r in s3.records(bucket) for inner in r["files"])
@@ -146,12 +146,12 @@ def test_s3_listing_sees_what_other_processes_committed(s3):
     import pyarrow as pa
 
     url = f"s3://{s3.bucket()}/store"
-    reader = open_store(url, storage_options=s3.options())
+    reader = open_store(StoreRef(url, s3.options()))
     reader.write_resource("mine", pa.table({"x": [1]}))
     assert len(reader.segments(refresh=True)) == 1  # a listing of catalog/ with one record
     size = reader.size_bytes()
     # a second, separate filesystem instance stands for another process
-    other = open_store(url, storage_options={**s3.options(), "skip_instance_cache": True})
+    other = open_store(StoreRef(url, {**s3.options(), "skip_instance_cache": True}))
     assert other.fs.fs is not reader.fs.fs
     other.write_resource("theirs", pa.table({"x": [1, 2, 3]}))
     reader.refresh()
@@ -168,29 +168,29 @@ def test_s3_catalog_records_are_fetched_once_and_again_when_changed(s3, monkeypa
 
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    store = open_store(url, storage_options=s3.options())
+    store = open_store(StoreRef(url, s3.options()))
     store.write_resource("a", pa.table({"x": [1]}))
     store.write_resource("b", pa.table({"x": [2]}))
     assert len(store.segments(refresh=True)) == 2  # both records read once
     fetched: list[str] = []
     read_bytes = StoreFS.read_bytes
     monkeypatch.setattr(StoreFS, "read_bytes", lambda self, rel: fetched.append(rel) or read_bytes(self, rel))
-    first = open_store(url, storage_options=s3.options()).segments()
+    first = open_store(StoreRef(url, s3.options())).segments()
     assert len(first) == 2 and not [r for r in fetched if r.startswith("catalog/")]
     record = f"store/catalog/{first[0].id}.json"
     body = json.loads(s3.client.get_object(Bucket=bucket, Key=record)["Body"].read())
     body["rows"] += 1  # its checksum no longer matches
     s3.client.put_object(Bucket=bucket, Key=record, Body=json.dumps(body).encode())
     with pytest.raises(StoreError, match=f"catalog record catalog/{first[0].id}.json is damaged"):
-        open_store(url, storage_options=s3.options()).segments()
+        open_store(StoreRef(url, s3.options())).segments()
     assert [r for r in fetched if r.startswith("catalog/")] == [f"catalog/{first[0].id}.json"]
 
 
 def test_s3_environment_options_and_command_line_override(s3, monkeypatch):
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    open_store(url, storage_options=s3.options())
-    monkeypatch.setenv(so.ENV, json.dumps(s3.options()))
+    open_store(StoreRef(url, s3.options()))
+    monkeypatch.setenv(OPTIONS_ENV, json.dumps(s3.options()))
     result = runner.invoke(app, ["store", "info", "--store", url])
     assert result.exit_code == 0, result.output
     assert url in result.output
@@ -218,7 +218,7 @@ def test_s3_unreachable_store_is_one_line_before_any_work(s3, missing):
     assert "--storage-option" in lines[0] and "testing" not in lines[0]  # what to check; no secret echoed
     assert s3.objects(bucket) == {}
     with pytest.raises(StoreError, match="cannot open the store"):
-        open_store(url, create=False, storage_options={"endpoint_url": s3.endpoint})
+        open_store(StoreRef(url, {"endpoint_url": s3.endpoint}), create=False)
 
 
 def test_s3_open_retried_after_credentials_are_set_starts_afresh(s3, monkeypatch):
@@ -226,10 +226,10 @@ def test_s3_open_retried_after_credentials_are_set_starts_afresh(s3, monkeypatch
     not leave one behind that a retry in the same process would get."""
     url = f"s3://{s3.bucket()}/store"
     with pytest.raises(StoreError, match="NoCredentialsError"):
-        open_store(url, storage_options={"endpoint_url": s3.endpoint})
+        open_store(StoreRef(url, {"endpoint_url": s3.endpoint}))
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    assert open_store(url, storage_options={"endpoint_url": s3.endpoint}).segments() == []
+    assert open_store(StoreRef(url, {"endpoint_url": s3.endpoint})).segments() == []
 
 
 def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch):
@@ -238,15 +238,15 @@ def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch)
     from prior.pipeline.parsers import fingerprint_of
 
     url = f"s3://{s3.bucket()}/store"
-    open_store(url, storage_options=s3.options())
-    monkeypatch.setenv(so.ENV, json.dumps({**s3.options(), "endpoint_url": _closed_port()}))
+    open_store(StoreRef(url, s3.options()))
+    monkeypatch.setenv(OPTIONS_ENV, json.dumps({**s3.options(), "endpoint_url": _closed_port()}))
     fingerprint = dict(fingerprint_of("spacy"))
-    assert preflight.worker_problems(url, "lease", "spacy", fingerprint, [], s3.options()) == []
-    problems = preflight.worker_problems(url, "lease", "spacy", fingerprint, [], {"endpoint_url": s3.endpoint})
+    assert preflight.worker_problems(StoreRef(url, s3.options()), "lease", "spacy", fingerprint, []) == []
+    problems = preflight.worker_problems(StoreRef(url, {"endpoint_url": s3.endpoint}), "lease", "spacy", fingerprint, [])
     assert len(problems) == 1 and problems[0].startswith(f"store {url}: StoreError: cannot open the store")
-    result = worker.parse_partition(url, "spacy", "p", {}, ["k1"], ["A dog runs."], storage_options=s3.options())
+    result = worker.parse_partition(StoreRef(url, s3.options()), "spacy", "p", {}, ["k1"], ["A dog runs."])
     assert result["done"] == 1
-    assert len(open_store(url, storage_options=s3.options()).segments("parses")) == 1
+    assert len(open_store(StoreRef(url, s3.options())).segments("parses")) == 1
 
 
 def _worker_without_aws_env(fn, *args):
@@ -321,7 +321,7 @@ def _killed_build(url: str, s3: S3, monkeypatch: pytest.MonkeyPatch, after: int)
         patch.setattr(segments_module, "commit_segment", dies)
         patch.setattr(Lease, "release", lambda self: self._stop.set())
         with pytest.raises(_Killed):
-            build(*_opts(url, **KILLED, storage_options=s3.options()))
+            build(*_opts(StoreRef(url, s3.options()), **KILLED))
 
 
 def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, monkeypatch):
@@ -331,11 +331,11 @@ def test_s3_build_killed_midway_then_rerun_equals_uninterrupted(s3, tmp_path, mo
     url = f"s3://{bucket}/store"
     _killed_build(url, s3, monkeypatch, after=2)
     assert len(s3.records(bucket, "parses")) == 2
-    report = build(*_opts(url, **KILLED, storage_options=s3.options()))
+    report = build(*_opts(StoreRef(url, s3.options()), **KILLED))
     assert report.stage("parse").reused > 0 and report.stage("parse").computed > 0
     build(*_opts(tmp_path / "ref", **KILLED))
-    assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "ref")
-    verified = verify_store(open_store(url, storage_options=s3.options()))
+    assert _frame(StoreRef(url, s3.options())) == _frame(tmp_path / "ref")
+    verified = verify_store(open_store(StoreRef(url, s3.options())))
     assert verified.ok and len(verified.in_progress) == 1  # the dead build's folder: harmless, gc's to remove
     result = runner.invoke(app, ["store", "verify", "--store", url, *s3.cli_options()])
     assert result.exit_code == 0 and result.output.strip().endswith("ok"), result.output
@@ -357,11 +357,11 @@ def test_s3_build_sigkilled_midway_then_rerun_equals_uninterrupted(s3, tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert len(s3.records(bucket, "parses")) >= 1
-    report = build(*_opts(url, dataset="sick", splits=("test",), limit=40, partition_size=8,
-                         storage_options=s3.options()))
+    report = build(*_opts(StoreRef(url, s3.options()), dataset="sick", splits=("test",), limit=40,
+                         partition_size=8))
     assert report.stage("parse").reused > 0
     build(*_opts(tmp_path / "ref", dataset="sick", splits=("test",), limit=40))
-    assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "ref")
+    assert _frame(StoreRef(url, s3.options())) == _frame(tmp_path / "ref")
     result = runner.invoke(app, ["store", "verify", "--store", url, *s3.cli_options()])
     assert result.exit_code == 0 and result.output.strip().endswith("ok"), result.output
 
@@ -370,13 +370,13 @@ def test_s3_build_sigkilled_midway_then_rerun_equals_uninterrupted(s3, tmp_path)
 def test_s3_build_on_local_workers_reports_the_size_they_wrote(s3, tmp_path, monkeypatch):
     """Worker processes write the segments; the driver's report counts them (it showed the size
     before they wrote), and the workers reach the store with the build's options only."""
-    monkeypatch.setenv(so.ENV, json.dumps({"endpoint_url": _closed_port()}))  # workers inherit it: unused
+    monkeypatch.setenv(OPTIONS_ENV, json.dumps({"endpoint_url": _closed_port()}))  # workers inherit it: unused
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"
-    report = build(*_opts(url, **SICK, workers=1, storage_options=s3.options()))
+    report = build(*_opts(StoreRef(url, s3.options()), **SICK, workers=1))
     assert report.stage("feature sdoi").computed > 0
     held = s3.objects(bucket)
     committed = sum(held[f"store/segments/{r['id']}/{inner}"] for r in s3.records(bucket) for inner in r["files"])
     assert report.store_bytes == committed
     build(*_opts(tmp_path / "local", **SICK))
-    assert _frame(url, storage_options=s3.options()) == _frame(tmp_path / "local")
+    assert _frame(StoreRef(url, s3.options())) == _frame(tmp_path / "local")

@@ -1,4 +1,4 @@
-"""Storage options: `--storage-option KEY=VALUE` and $PRIOR_STORAGE_OPTIONS (prior.featurestore.storage_options),
+"""Storage options: `--storage-option KEY=VALUE` and $PRIOR_STORAGE_OPTIONS (prior.featurestore.ref),
 and a `memory://` store refused where worker processes would write it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from prior.cli import store_flags
 from prior.cli.main import app
 from prior.errors import DataError, PriorError
-from prior.featurestore import open_store
-from prior.featurestore import storage_options as so
+from prior.featurestore import StoreRef, open_store
+from prior.featurestore.ref import ENV as OPTIONS_ENV
 from prior.pipeline.build import build
 from tests.test_build import _frame_rows, _opts
 
@@ -23,7 +23,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def _no_env_options(monkeypatch):
-    monkeypatch.delenv(so.ENV, raising=False)
+    monkeypatch.delenv(OPTIONS_ENV, raising=False)
 
 
 def test_storage_option_values_are_json_where_they_parse():
@@ -38,17 +38,17 @@ def test_storage_option_values_are_json_where_they_parse():
 
 
 def test_command_line_options_replace_the_environment_keys(monkeypatch):
-    monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
+    monkeypatch.setenv(OPTIONS_ENV, '{"endpoint_url": "http://env:1", "anon": false}')
     assert store_flags.merge_items(["endpoint_url=http://cli:2"]) == {"endpoint_url": "http://cli:2", "anon": False}
     assert store_flags.merge_items([]) == {"endpoint_url": "http://env:1", "anon": False}
     assert store_flags.merge_items(["anon=true"], base={}) == {"anon": True}  # an explicit base: no environment
-    assert so.resolve(None) == {"endpoint_url": "http://env:1", "anon": False}
-    assert so.resolve({}) == {}  # options given (even none) are used as they are
+    assert StoreRef("s").options() == {"endpoint_url": "http://env:1", "anon": False}
+    assert StoreRef("s", {}).options() == {}  # options given (even none) are used as they are
 
 
 @pytest.mark.parametrize(("raw", "message"), [("{oops", "is not valid JSON"), ('["a"]', "holds a JSON list")])
 def test_malformed_environment_options_name_the_variable(monkeypatch, tmp_path, raw, message):
-    monkeypatch.setenv(so.ENV, raw)
+    monkeypatch.setenv(OPTIONS_ENV, raw)
     with pytest.raises(DataError, match=f"PRIOR_STORAGE_OPTIONS {message}"):
         open_store(tmp_path / "s")
     result = runner.invoke(app, ["store", "info", "--store", str(tmp_path / "s")])
@@ -57,11 +57,12 @@ def test_malformed_environment_options_name_the_variable(monkeypatch, tmp_path, 
 
 
 def test_open_store_keeps_its_options_and_a_local_store_ignores_remote_ones(tmp_path, monkeypatch):
-    monkeypatch.setenv(so.ENV, '{"anon": true}')
-    assert open_store(tmp_path / "s").storage_options == {"anon": True}
-    store = open_store(tmp_path / "s", storage_options={"endpoint_url": "http://127.0.0.1:9"})
-    assert store.storage_options == {"endpoint_url": "http://127.0.0.1:9"} and store.fs.local
+    monkeypatch.setenv(OPTIONS_ENV, '{"anon": true}')
+    assert open_store(tmp_path / "s").ref.storage_options == {"anon": True}
+    store = open_store(StoreRef(tmp_path / "s", {"endpoint_url": "http://127.0.0.1:9"}))
+    assert store.ref.storage_options == {"endpoint_url": "http://127.0.0.1:9"} and store.fs.local
     assert "storage" not in repr(store) and "127.0.0.1" not in repr(store)  # options may hold secrets
+    assert "endpoint_url" in repr(store.ref) and "127.0.0.1" not in repr(store.ref)  # the names, never the values
 
 
 def test_unknown_protocol_is_one_line(tmp_path):
@@ -92,7 +93,7 @@ def test_memory_store_builds_in_process(tmp_path):
 
 
 def test_env_command_shows_option_keys_never_values(monkeypatch):
-    monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://127.0.0.1:9000", "secret": "hush"}')
+    monkeypatch.setenv(OPTIONS_ENV, '{"endpoint_url": "http://127.0.0.1:9000", "secret": "hush"}')
     result = runner.invoke(app, ["env"])
     assert result.exit_code == 0
     assert "keys endpoint_url, secret (values not shown)" in result.output and "hush" not in result.output
@@ -127,9 +128,9 @@ def test_predict_hands_its_options_to_load_model_not_the_environment(monkeypatch
         raise PriorError("stop here")
 
     monkeypatch.setattr(trainer_predict, "load_model", fake_load_model)
-    monkeypatch.setenv(so.ENV, '{"endpoint_url": "http://env:1", "anon": false}')
+    monkeypatch.setenv(OPTIONS_ENV, '{"endpoint_url": "http://env:1", "anon": false}')
     result = CliRunner().invoke(app, ["predict", str(tmp_path), "--a", "x", "--b", "y",
                                       "--storage-option", "anon=true"])
     assert result.exit_code == 1 and "stop here" in result.output
-    assert seen["storage_options"] == {"endpoint_url": "http://env:1", "anon": True}
-    assert os.environ[so.ENV] == '{"endpoint_url": "http://env:1", "anon": false}'
+    assert seen["store"].storage_options == {"endpoint_url": "http://env:1", "anon": True}
+    assert os.environ[OPTIONS_ENV] == '{"endpoint_url": "http://env:1", "anon": false}'

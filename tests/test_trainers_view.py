@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from prior.cli.train import eval_, train
 from prior.errors import PriorError
-from prior.featurestore import storage_options as so
+from prior.featurestore.ref import ENV as OPTIONS_ENV
+from prior.featurestore.ref import StoreRef
 from prior.layouts.views import resolve_view, variants
 from tests.trainers_fixtures import tiny_backbone, tiny_store
 
@@ -79,16 +80,16 @@ def test_view_on_a_model_without_variants_is_an_error(setup: tuple[Path, Path], 
 
 def test_view_storage_options_travel_in_the_settings(setup: tuple[Path, Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--storage-option` reaches open_store as an argument; the environment is left alone."""
+    """`--storage-option` reaches open_store in its argument's StoreRef; the environment is left alone."""
     import prior.trainers.loop as loop
 
-    monkeypatch.setenv(so.ENV, '{"anon": false}')
+    monkeypatch.setenv(OPTIONS_ENV, '{"anon": false}')
     seen: list[Any] = []
     real = loop.open_store
 
-    def spy(location: Any = None, **kw: Any) -> Any:
-        seen.append(kw.get("storage_options"))
-        return real(location, **{**kw, "storage_options": {}})  # a local store takes none
+    def spy(store: Any = None, **kw: Any) -> Any:
+        seen.append(store.storage_options)
+        return real(StoreRef(store.location, {}), **kw)  # a local store takes none
 
     monkeypatch.setattr(loop, "open_store", spy)
     result = invoke(*train_args("bert", setup, tmp_path / "o", "--storage-option", "endpoint_url=http://x:1"))
@@ -96,4 +97,4 @@ def test_view_storage_options_travel_in_the_settings(setup: tuple[Path, Path], t
     evaluated = invoke("eval", tmp_path / "o", "--split", "test", "--storage-option", "profile=p")
     assert evaluated.exit_code == 0, evaluated.output
     assert seen == [{"anon": False, "endpoint_url": "http://x:1"}, {"anon": False, "profile": "p"}]
-    assert os.environ[so.ENV] == '{"anon": false}'
+    assert os.environ[OPTIONS_ENV] == '{"anon": false}'

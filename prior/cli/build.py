@@ -11,7 +11,7 @@ from rich.table import Table
 
 from prior.cli.console import console, friendly_errors, human_bytes
 from prior.cli.key_value import parse_feature_options
-from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 from prior.errors import PriorError
 from prior.pipeline.build import DEFAULT_FEATURES
 from prior.pipeline.features.registry import FEATURE_SETS
@@ -72,7 +72,7 @@ def build_cmd(
                            feature_options=parse_feature_options(option or []), max_words=max_words, hub=hub,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace)
-    run = RunOptions(store=store, storage_options=storage_options(storage_option), workers=workers,
+    run = RunOptions(store=store_ref(store, storage_option), workers=workers,
                      scheduler=scheduler, partition_size=partition_size, parse_device=parse_device.value)
     report = build(options, run)
     print_report(report)

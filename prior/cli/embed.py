@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from prior.cli.console import console, friendly_errors
-from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 from prior.progress import stage_bars
 
 app = typer.Typer(help="Train dependency-based embeddings, counter-fit embeddings, report OOV rates.",
@@ -47,7 +47,7 @@ def train_cmd(
 
     settings = SgnsSettings(dim=dim, negative=negative, epochs=epochs, min_count=min_count, lr=lr,
                             seed=seed, threads=threads)
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     with stage_bars() as progress:
         made = train_dependency_embeddings(
             opened, out, settings=settings, parse=parse, parser=parser, datasets=dataset,
@@ -92,8 +92,7 @@ def counterfit_cmd(
                                   iterations=iterations, center=center)
     with stage_bars() as progress:
         made = counterfit_embeddings(source or embeddings or "", out,
-                                     store=None if no_store else open_store(
-                                         store, storage_options=storage_options(storage_option)),
+                                     store=None if no_store else open_store(store_ref(store, storage_option)),
                                      settings=settings, limit=limit, progress=progress)
     r = made.record
     console.print(f"{r['words']} words (mean cosine {r['mean_cosine']}); {r['synonym_pairs']} synonym, "
@@ -114,7 +113,7 @@ def oov_cmd(
     from prior.featurestore import open_store
     from prior.pipeline.features.emb import oov_rates
 
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     entry = opened.find_entry("emb", params=None if vocab is None else {"vocab": vocab})
     console.print(f"emb entry {entry.key[:12]} (vocabulary {entry.params['vocab']}, "
                   f"lookup {entry.params['lookup']})", markup=False)

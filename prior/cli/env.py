@@ -112,10 +112,10 @@ def spacy_model_line() -> str:
 def storage_options_line() -> str:
     """The keys of ``$PRIOR_STORAGE_OPTIONS``; never their values (credentials)."""
     from prior.errors import PriorError
-    from prior.featurestore import storage_options as so
+    from prior.featurestore.ref import from_env
 
     try:
-        options = so.from_env()
+        options = from_env()
     except PriorError as exc:
         return f"unusable: {exc}"
     return f"keys {', '.join(sorted(options))} (values not shown)" if options else "not set"

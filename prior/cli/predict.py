@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 
 from prior.cli.console import err_console, friendly_errors
-from prior.cli.store_flags import StorageOptionOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, store_ref
 from prior.errors import DataError, PriorError
 
 if TYPE_CHECKING:
@@ -106,9 +106,8 @@ def predict_cmd(
         if sys.stdin.isatty():
             raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
-    model = load_model(checkpoint, store=store, parser=parser, batch_size=batch_size, workers=workers,
-                       builder=build_pairs,
-                       storage_options=storage_options(storage_option) if storage_option else None)
+    model = load_model(checkpoint, store=store_ref(store, storage_option), parser=parser, batch_size=batch_size,
+                       workers=workers, builder=build_pairs)
     if file is not None:
         run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)
     elif a is not None and b is not None:

@@ -9,7 +9,7 @@ import typer
 
 from prior.cli.console import console, friendly_errors
 from prior.cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
-from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 
 
 @friendly_errors
@@ -30,7 +30,7 @@ def show_cmd(
     from prior.featurestore import open_store
 
     params = read_params(feature_param, option, feature_names(feature))
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     view = pair_view(opened, dataset, pair, feature, split=split, params=params, entry=entry)
     console.print(format_pair(view), markup=False, end="")
     if plot is not None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from prior.cli.console import console, err_console, friendly_errors, human_bytes
 from prior.cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
-from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 
 app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
 
@@ -24,7 +24,7 @@ def info_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     from prior.featurestore import open_store
     from prior.featurestore.maintenance import store_info
 
-    info = store_info(open_store(store, create=False, storage_options=storage_options(storage_option)))
+    info = store_info(open_store(store_ref(store, storage_option), create=False))
     if as_json:
         console.print_json(json.dumps(info.__dict__, default=str))
         return
@@ -79,7 +79,7 @@ def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) 
     from prior.featurestore import open_store
     from prior.featurestore.maintenance import verify_store
 
-    report = verify_store(open_store(store, create=False, storage_options=storage_options(storage_option)))
+    report = verify_store(open_store(store_ref(store, storage_option), create=False))
     for line in report.damaged:
         err_console.print(f"[red]damaged:[/] {escape(line)}", soft_wrap=True)
     for build in report.builds:
@@ -118,7 +118,7 @@ def gc_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     from prior.featurestore.maintenance import gc_store
     from prior.featurestore.recipe import render
 
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     report = gc_store(opened, dry_run=dry_run, drop_damaged=drop_damaged, force=force)
     for build in report.builds:
         console.print(f"build in progress: {build}", markup=False, soft_wrap=True)
@@ -148,7 +148,7 @@ def compact_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None,
     if unknown := [t for t in table or () if t not in TABLES]:
         raise StoreError(f"--table {unknown[0]!r}: expected one of {', '.join(TABLES)}")
     kinds = [*(table or ()), *(["feature"] if feature else [])] or [*TABLES, "feature"]
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     report = compact_store(opened, kinds=kinds, feature=feature, max_rows=max_rows, dry_run=dry_run)
     if report.finished:
         console.print(f"finished an interrupted compaction: un-committed {len(report.finished)} replaced segment(s)")
@@ -183,7 +183,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     from prior.featurestore import open_store
     from prior.featurestore.selection import entries_line
 
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     if split is None:
         present = split_order([s for d, s in opened.datasets() if d == dataset])
         split = present[0] if present else "test"
@@ -224,7 +224,7 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
 
     params = read_params(feature_param, option, feature_names(feature))
     splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
-    opened = open_store(store, create=False, storage_options=storage_options(storage_option))
+    opened = open_store(store_ref(store, storage_option), create=False)
     done = export_parquet(opened, feature, dataset=dataset, out=out, splits=splits,
                           params=params, entry=entry)
     for part in done:

@@ -1,6 +1,7 @@
 """The flags every command that opens a store shares: ``--store`` and ``--storage-option
 KEY=VALUE`` (repeatable), the fsspec options a store at a URL is opened with, on top of
-``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.storage_options`)."""
+``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.ref`). A command turns both into one
+`StoreRef` (:func:`store_ref`) and hands that on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 
 from prior.cli.key_value import read_value, split_item
 from prior.errors import DataError
-from prior.featurestore import storage_options as so
+from prior.featurestore.ref import ENV, StoreRef, from_env
 
 StoreOpt = Annotated[str | None, typer.Option(
     help="Store directory or fsspec URL, e.g. s3://bucket/store (default $PRIOR_STORE or $PRIOR_HOME/store).")]
@@ -19,7 +20,7 @@ StorageOptionOpt = Annotated[list[str] | None, typer.Option(
     "--storage-option", metavar="KEY=VALUE",
     help="fsspec option for a store at a URL (repeatable; VALUE is JSON where it parses, else text), "
          "e.g. endpoint_url=http://127.0.0.1:9000, profile=NAME, anon=true. Replaces the key in "
-         f"${so.ENV} (a JSON object).")]
+         f"${ENV} (a JSON object).")]
 
 
 def parse_item(item: str) -> tuple[str, Any]:
@@ -35,11 +36,12 @@ def parse_item(item: str) -> tuple[str, Any]:
 
 def merge_items(items: Iterable[str], base: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``base`` (default: the environment's options) with each ``KEY=VALUE`` of ``items`` replacing its key."""
-    options = dict(so.from_env() if base is None else base)
+    options = dict(from_env() if base is None else base)
     options.update(parse_item(item) for item in items)
     return options
 
 
-def storage_options(items: list[str] | None) -> dict[str, Any]:
-    """``$PRIOR_STORAGE_OPTIONS`` with each ``--storage-option`` replacing its key."""
-    return merge_items(items or [])
+def store_ref(store: str | None, items: list[str] | None) -> StoreRef:
+    """The store ``--store`` names (None: the default place of the command) with
+    ``$PRIOR_STORAGE_OPTIONS``, each ``--storage-option`` replacing its key."""
+    return StoreRef(store, merge_items(items or []))

@@ -14,7 +14,7 @@ import typer
 
 from prior.cli.entry_flags import EntryOpt, FeatureParamOpt, feature_names, read_params, split_dotted
 from prior.cli.key_value import read_value, split_item
-from prior.cli.store_flags import StorageOptionOpt, StoreOpt, storage_options
+from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 from prior.errors import PriorError
 from prior.trainers.models import MODELS
 
@@ -83,10 +83,10 @@ def train(
     from prior.trainers.registry import parse_model_name
 
     try:
-        options = storage_options(storage_option)
+        ref = store_ref(store, storage_option)
         name, _ = parse_model_name(model)
         if dataset is None:
-            dataset = check_train_split(open_store(store, create=False, storage_options=options), None)
+            dataset = check_train_split(open_store(ref, create=False), None)
         overrides = {k: v for k, v in {"epochs": epochs, "lr": lr, "prior_lr": prior_lr, "batch_size": batch_size,
                                        "max_length": max_length, "warmup": warmup,
                                        "weight_decay": weight_decay, "clip": clip,
@@ -104,12 +104,12 @@ def train(
                              + (", ".join(f"{k}=…" for k in sorted(known)) if known else "no model option here")
                              + feature_hint)
         out = output or default_output(model, dataset, seed)
-        cfg = TrainConfig(model=model, dataset=dataset, store=store, output=out,
+        cfg = TrainConfig(model=model, dataset=dataset, store=ref, output=out,
                           backbone=backbone, overrides=overrides, seed=seed, limit=limit,
                           dev_split=dev_split, sample=sample, sample_seed=sample_seed,
                           eval_splits=tuple(eval_split or ()), model_options=model_options,
                           feature_params={**params, **dotted} or None, feature_entry=entry,
-                          view=view, dep_view=dep_view, parser=parser, parse=parse, storage_options=options, resume=resume,
+                          view=view, dep_view=dep_view, parser=parser, parse=parse, resume=resume,
                           threads=threads, progress=progress)
         summary = run_train(cfg)
     except PriorError as exc:
@@ -138,14 +138,14 @@ def eval_(
     from prior.trainers.loop import checkpoint_dir, evaluate_checkpoint
 
     try:
-        options = storage_options(storage_option)
+        ref = store_ref(store, storage_option)  # no --store: the store the model was trained from
         folder = checkpoint_dir(checkpoint)
         if dataset is None:
             dataset = str(read_meta(folder)["dataset"])
         with stage_bars() as progress:
-            result = evaluate_checkpoint(folder, dataset, split, store=store, limit=limit,
+            result = evaluate_checkpoint(folder, dataset, split, store=ref, limit=limit,
                                          batch_size=batch_size, features=features.value, progress=progress,
-                                         view=view, storage_options=options)
+                                         view=view)
     except PriorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

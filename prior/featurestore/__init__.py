@@ -1,12 +1,13 @@
 """The on-disk feature store of `prior`: keys, layout, atomic commits, reads, Polars views.
 
     from prior.featurestore import open_store
-    store = open_store("~/.cache/prior/store")
+    store = open_store("~/.cache/prior/store")   # or open_store(StoreRef("s3://bucket/store", {...}))
     df = store.frame("wup", dataset="snli", split="test")
     lazy = store.scan("wup", dataset="snli", split="test")   # the same, as a Polars LazyFrame
 """
 
 from prior.featurestore.errors import StoreError
+from prior.featurestore.ref import StoreRef
 from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, make_entry, open_store
 
-__all__ = ["EntryInfo", "FeatureData", "Resource", "Store", "StoreError", "make_entry", "open_store"]
+__all__ = ["EntryInfo", "FeatureData", "Resource", "Store", "StoreError", "StoreRef", "make_entry", "open_store"]

@@ -10,7 +10,7 @@ the names that make up store paths (``names.py``, ``catalog.py``). On a local di
 holds no links: reading, listing, sizing or writing anything reached through one is refused
 (`StoreError`), wherever it points; ``remove`` removes a link itself, never what it points to.
 
-Storage options (``prior.featurestore.storage_options``) go to fsspec as they are, with one exception:
+A store's storage options (its `StoreRef`, ``prior.featurestore.ref``) go to fsspec as they are, with one exception:
 fsspec's listings cache is always off. Other processes (a build's workers, other builds) commit
 segments while this one runs, and a cached listing of ``catalog/`` hides them: reads missed
 segments and a build reported the store's size as it was before its workers wrote.
@@ -22,7 +22,6 @@ import os
 import posixpath
 import time
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from prior.featurestore.errors import StoreError
+from prior.featurestore.ref import StoreRef
 
 # a local file younger than this gets no content tag (see StoreFS.listdir_tagged)
 LOCAL_TAG_AGE_NS = 2_000_000_000
@@ -39,10 +39,11 @@ LOCAL_TAG_AGE_NS = 2_000_000_000
 class StoreFS:
     """Paths inside the store are POSIX-style and relative to its root."""
 
-    def __init__(self, url: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> None:
-        text = os.fspath(url)
-        #: what fsspec is given: the caller's options, listings cache off (see the module's docstring)
-        self.fs_kwargs: dict[str, Any] = {**(storage_options or {}), "use_listings_cache": False}
+    def __init__(self, store: StoreRef | str | os.PathLike[str]) -> None:
+        ref = StoreRef.of(store)
+        text = str(ref.location)
+        #: what fsspec is given: the store's options, listings cache off (see the module's docstring)
+        self.fs_kwargs: dict[str, Any] = {**ref.options(), "use_listings_cache": False}
         self.fs, root = fsspec.core.url_to_fs(text, **self.fs_kwargs)
         self.local = isinstance(self.fs, LocalFileSystem)
         #: the files live in this process's memory: other processes (workers) cannot see them

@@ -45,6 +45,7 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, read_recorded, render
+from prior.featurestore.ref import StoreRef
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.segment_files import (
     PARSE_COLUMNS,
@@ -56,7 +57,6 @@ from prior.featurestore.segment_files import (
     source_of,
     write_parquet,
 )
-from prior.featurestore.storage_options import resolve as resolve_storage_options
 from prior.featurestore.tensors import flatten, write_flat
 from prior.layouts.ragged import Ragged
 
@@ -84,15 +84,16 @@ class SegmentStore:
     that can reach the store (Dask workers do). Readers see committed segments only.
     """
 
-    def __init__(self, location: str | os.PathLike[str], *, create: bool = True, lease: str | None = None,
-                 storage_options: Mapping[str, Any] | None = None) -> None:
-        #: the fsspec options this store was opened with (secrets included: never printed)
-        self.storage_options = resolve_storage_options(storage_options)
-        self.location = os.fspath(location)
+    def __init__(self, store: StoreRef | str | os.PathLike[str], *, create: bool = True,
+                 lease: str | None = None) -> None:
+        given = StoreRef.of(store)
+        #: where the store is, with the fsspec options it was opened with (secrets included: a
+        #: StoreRef never prints them): what a worker or another reader opens it again with
+        self.ref = StoreRef(given.location, given.options())
         self.lease = lease  # writes claim their segments under this lease and commit only while it lives
         try:
-            self.fs = StoreFS(location, self.storage_options)
-            self.location = self.fs.url
+            self.fs = StoreFS(self.ref)
+            self.ref = self.ref.at(self.fs.url)
             self._open(create)
         except PriorError:
             raise
@@ -126,6 +127,11 @@ class SegmentStore:
             raise StoreError(f"{self.location}/STORE.json is damaged; restore it as {json.dumps(FORMAT)}") from None
         if not known:
             raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
+
+    @property
+    def location(self) -> str:
+        """The store's directory or URL (``ref.location``)."""
+        return str(self.ref.location)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.location!r})"

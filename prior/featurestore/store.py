@@ -18,6 +18,7 @@ import polars as pl
 
 from prior.featurestore.entries import EntryInfo, FeatureData, Resource, make_entry
 from prior.featurestore.frame import build_frame, pair_texts, view_entries
+from prior.featurestore.ref import StoreRef
 from prior.featurestore.scan import scan_frame
 from prior.featurestore.segment_files import PARSE_COLUMNS, indexed_items
 from prior.featurestore.segments import FORMAT, SegmentStore
@@ -73,12 +74,12 @@ class Store(SegmentStore):
         return scan_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse)
 
 
-def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True,
-               lease: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Store:
-    """Open (or create) the store at ``location``; default ``$PRIOR_STORE`` or ``$PRIOR_HOME/store``.
-    ``lease``: the id of a build's lease (``lease.py``) that this store's writes belong to.
-    ``storage_options``: fsspec options for a URL (``{"endpoint_url": …, "key": …, "secret": …}``
-    for S3); None reads them from ``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.storage_options`).
-    A store that cannot be reached or read is a one-line `StoreError`, raised here."""
-    return Store(location if location is not None else default_store(), create=create, lease=lease,
-                 storage_options=storage_options)
+def open_store(store: StoreRef | str | os.PathLike[str] | None = None, *, create: bool = True,
+               lease: str | None = None) -> Store:
+    """Open (or create) the store ``store`` names: a `StoreRef` (a location and its fsspec
+    storage options, e.g. ``{"endpoint_url": …, "key": …, "secret": …}`` for S3), or a
+    directory or URL opened with ``$PRIOR_STORAGE_OPTIONS`` (`prior.featurestore.ref`); no
+    location: ``$PRIOR_STORE``, else ``$PRIOR_HOME/store``. ``lease``: the id of a build's lease
+    (``lease.py``) that this store's writes belong to. A store that cannot be reached or read is
+    a one-line `StoreError`, raised here."""
+    return Store(StoreRef.of(store).or_at(default_store()), create=create, lease=lease)

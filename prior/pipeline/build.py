@@ -33,8 +33,8 @@ from typing import Any
 import pyarrow as pa
 
 from prior.errors import DataError, NotFoundError, PriorError
+from prior.featurestore import StoreRef, make_entry, open_store
 from prior.featurestore import keys as K
-from prior.featurestore import make_entry, open_store
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
 from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
@@ -102,10 +102,10 @@ class RunOptions:
     """How a build runs and where it writes; none of these changes what is computed.
     ``workers=0`` runs in this process (no Dask), for debugging."""
 
-    store: str | None = None
-    # fsspec options of the store (endpoint, credentials); None: $PRIOR_STORAGE_OPTIONS, read once
-    # by the driver. The workers get the driver's, never read their own environment's.
-    storage_options: dict[str, Any] | None = None
+    # the store: a location, or a StoreRef with its fsspec options (endpoint, credentials); a
+    # location alone reads $PRIOR_STORAGE_OPTIONS, once, in the driver. The workers get the
+    # driver's, never read their own environment's. None: the default store.
+    store: StoreRef | str | None = None
     workers: int = 2
     scheduler: str | None = None  # an existing Dask scheduler's address
     partition_size: int = 2000
@@ -342,9 +342,8 @@ def _feature_call(store: Store, feature: Any, entry: EntryInfo, parse: str, part
     partition was planned (the worker skips keys other builds committed since)."""
     guard = (store.lease, known)
     if feature.scope == "sentence":
-        return (store.location, feature, entry.target(), part, (parse, None), guard, store.storage_options)
-    return (store.location, feature, entry.target(), [t[0] for t in part], (parse, [(a, b) for _, a, b in part]),
-            guard, store.storage_options)
+        return (store.ref, feature, entry.target(), part, (parse, None), guard)
+    return (store.ref, feature, entry.target(), [t[0] for t in part], (parse, [(a, b) for _, a, b in part]), guard)
 
 
 def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, fingerprint: dict[str, Any],
@@ -354,8 +353,7 @@ def _check_before_commit(store: Store, options: BuildOptions, runner: _Runner, f
     resources and the store; a local build's machine has the features' resources."""
     if runner.settings.scheduler:
         runner._start()
-        preflight.check_workers(runner.client, store.location, str(store.lease), options.parser, fingerprint,
-                                features, store.storage_options)
+        preflight.check_workers(runner.client, store.ref, str(store.lease), options.parser, fingerprint, features)
     else:
         preflight.check_local(features)
 
@@ -585,7 +583,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     t_start = time.perf_counter()
     run = run or RunOptions()
     _check_settings(options)
-    store = open_store(run.store, storage_options=run.storage_options)  # reachable, credentials valid
+    store = open_store(run.store)  # reachable, credentials valid
     _check_store_shared(store, run)
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
@@ -759,8 +757,8 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
 
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     runner.run([(worker.parse_partition,
-                 (store.location, options.parser, parse, fingerprint, part, [texts[k] for k in part],
-                  (lease, known), runner.settings.parse_device, store.storage_options), done)
+                 (store.ref, options.parser, parse, fingerprint, part, [texts[k] for k in part],
+                  (lease, known), runner.settings.parse_device), done)
                 for part in _partitions(todo, runner.workers, runner.settings.partition_size, weights)])
     stage.seconds = time.perf_counter() - t0
     report.stages.append(stage)

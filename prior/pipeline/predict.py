@@ -29,14 +29,14 @@ import hashlib
 import json
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prior.errors import DataError, PriorError
+from prior.featurestore import StoreRef, open_store
 from prior.featurestore import keys as K
-from prior.featurestore import open_store
 from prior.featurestore.errors import StoreError
 from prior.featurestore.store import EntryInfo, Store
 
@@ -59,17 +59,17 @@ class BuiltPairs:
     skip_examples: list[str] = field(default_factory=list)
 
 
-def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
+def build_pairs(store: StoreRef | str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
                 pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
-                text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
+                text_a: str = "sentence1", text_b: str = "sentence2", resources: StoreRef | str | None = None,
                 workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
-                recorded_in: str = "the model", storage_options: Mapping[str, Any] | None = None) -> BuiltPairs:
+                recorded_in: str = "the model") -> BuiltPairs:
     """Write ``pairs`` (or the pairs of ``file``, any table `prior build` reads, with the
     columns ``text_a``/``text_b``) into ``store`` and build their parse ``parse`` (made by
     ``parser``, else by ``recorded_parser``, the spec ``recorded_in`` names, else by the
     build's default) and the ``entries`` (module docstring). ``resources``: the store the
-    entries were built in, whose resources are copied when ``store`` lacks them.
-    ``storage_options``: fsspec options of stores at URLs (None: ``$PRIOR_STORAGE_OPTIONS``)."""
+    entries were built in, whose resources are copied when ``store`` lacks them. A store at a
+    URL is reached with its `StoreRef`'s options (a plain location: ``$PRIOR_STORAGE_OPTIONS``)."""
     if (pairs is None) == (file is None):
         raise PriorError("give pairs or a file, not both or neither")
     if parser is None and recorded_parser is not None:
@@ -84,12 +84,12 @@ def build_pairs(store: str | None, *, entries: Sequence[EntryInfo], parse: str, 
             text_a, text_b = "a", "b"
         assert file is not None
         return _build(store, Path(file).expanduser(), entries, parse, parser, text_a, text_b, resources,
-                      workers, progress, storage_options)
+                      workers, progress)
 
 
-def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], parse: str, parser: str | None,
-           text_a: str, text_b: str, resources: str | None, workers: int, progress: bool,
-           storage_options: Mapping[str, Any] | None) -> BuiltPairs:
+def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[EntryInfo], parse: str,
+           parser: str | None, text_a: str, text_b: str, resources: StoreRef | str | None, workers: int,
+           progress: bool) -> BuiltPairs:
     from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
     from prior.pipeline.datasets.lines import file_sha256
     from prior.pipeline.parsers import fingerprint_of
@@ -102,8 +102,8 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
         raise PredictMismatchError(f"parser {spec} gives parse {here[:12]}, but the model was trained on parse "
                                    f"{parse[:12]}: install the parser model it was trained with, or name it "
                                    "with --parser")
-    store = open_store(store_url, storage_options=storage_options)
-    copy_resources(store, entries, resources, storage_options)
+    store = open_store(store_ref)
+    copy_resources(store, entries, resources)
     built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
     options: dict[str, dict[str, object]] = {name: {} for name in built_by}
     for e in entries:
@@ -116,8 +116,7 @@ def _build(store_url: str | None, file: Path, entries: Sequence[EntryInfo], pars
             feature_options={k: v for k, v in options.items() if v},
             columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
             restore={e.name: dict(e.params) for e in entries}),
-            RunOptions(store=store.location, workers=workers, progress=progress,
-                       storage_options=dict(storage_options) if storage_options is not None else None))
+            RunOptions(store=store.ref, workers=workers, progress=progress))
     except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
         reasons = ", ".join(f"{n} {reason}" for reason, n in exc.counts.items()) or "no rows"
         where = f"; e.g. row {exc.row}" if exc.row is not None else ""
@@ -153,8 +152,7 @@ def _check_usable(store: Store, report: Any, file: Path) -> None:
         raise DataError("no pair of the input can be parsed" + (f"; e.g. {example}" if example else ""))
 
 
-def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | None,
-                   storage_options: Mapping[str, Any] | None = None) -> list[str]:
+def copy_resources(store: Store, entries: Sequence[EntryInfo], source: StoreRef | str | None) -> list[str]:
     """Copy into ``store`` the resources of ``source`` that the entries' parameters name and
     ``store`` lacks; returns their keys. A resource's key is its content's, so the copy has
     the same key and the entry parameters naming it stay valid. A ``source`` that cannot be
@@ -162,10 +160,10 @@ def copy_resources(store: Store, entries: Sequence[EntryInfo], source: str | Non
     wanted = [v for e in entries for v in e.params.values() if isinstance(v, str) and _RESOURCE_KEY.fullmatch(v)]
     have = {s.target["key"] for s in store.segments("resource")}
     missing = [k for k in dict.fromkeys(wanted) if k not in have]
-    if not missing or source is None or source == store.location:
+    if not missing or source is None or StoreRef.of(source).location == store.location:
         return []
     try:
-        src = open_store(source, create=False, storage_options=storage_options)
+        src = open_store(source, create=False)
     except PriorError:  # moved or offline: an entry that needs a resource fails when it reads it
         return []
     held = {s.target["key"] for s in src.segments("resource")}

@@ -22,10 +22,13 @@ once, in one line naming the cause, and leaves nothing half-done behind.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prior.errors import ResourceError
 from prior.paths import positive_number
+
+if TYPE_CHECKING:
+    from prior.featurestore.ref import StoreRef
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
@@ -64,10 +67,10 @@ def feature_problems(features: Sequence[Any]) -> list[str]:
     return problems
 
 
-def worker_problems(store_url: str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                    features: Sequence[Any], storage_options: Mapping[str, Any] | None = None) -> list[str]:
+def worker_problems(store: StoreRef | str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
+                    features: Sequence[Any]) -> list[str]:
     """Runs on a worker: what this process lacks to do its tasks (empty when nothing)."""
-    from prior.featurestore import open_store
+    from prior.featurestore import StoreRef, open_store
     from prior.featurestore.lease import probe_writable
     from prior.pipeline.parsers import fingerprint_of
 
@@ -81,14 +84,14 @@ def worker_problems(store_url: str, lease: str, parser_spec: str, fingerprint: M
         problems.append(f"parser {parser_spec}: {_short(exc)}")
     problems += feature_problems(features)
     try:
-        probe_writable(open_store(store_url, create=False, storage_options=storage_options).fs, lease)
+        probe_writable(open_store(store, create=False).fs, lease)
     except Exception as exc:  # noqa: BLE001 - reported
-        problems.append(f"store {store_url}: {_short(exc)}")
+        problems.append(f"store {StoreRef.of(store).location}: {_short(exc)}")
     return problems
 
 
-def check_workers(client: Any, store_url: str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                  features: Sequence[Any], storage_options: Mapping[str, Any] | None = None) -> None:
+def check_workers(client: Any, store: StoreRef | str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
+                  features: Sequence[Any]) -> None:
     """`ResourceError` listing what the cluster's workers lack (or that it has none)."""
     if not client.scheduler_info().get("workers"):
         try:
@@ -96,8 +99,7 @@ def check_workers(client: Any, store_url: str, lease: str, parser_spec: str, fin
         except (TimeoutError, OSError):
             raise ResourceError(f"the Dask scheduler at {client.scheduler.address} has no workers; "
                                 "start some (`dask worker ADDRESS`)") from None
-    results = client.run(worker_problems, store_url, lease, parser_spec, dict(fingerprint), list(features),
-                         None if storage_options is None else dict(storage_options))
+    results = client.run(worker_problems, store, lease, parser_spec, dict(fingerprint), list(features))
     problems = [f"worker {address}: {p}" for address, found in sorted(results.items()) for p in found]
     if problems:
         raise ResourceError(f"{len(problems)} problem(s) found before anything was written: " + "; ".join(problems[:3])

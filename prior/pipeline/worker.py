@@ -12,9 +12,10 @@ committed since the driver planned the partition (segments of the same parse or 
 neither in ``known`` nor its own build's). That costs one catalog read per task and, only when
 another build committed meanwhile, a read of the keys of its new segments.
 
-Every task also gets the build's storage options (``prior.featurestore.storage_options``): a worker
-opens the store with those, never with options from its own environment. None (a direct call
-outside a build) reads ``$PRIOR_STORAGE_OPTIONS`` as `open_store` does.
+Every task gets the build's store as its `StoreRef` (``prior.featurestore.ref``): a worker opens
+the store with the options the driver resolved, never with options from its own environment.
+A plain location (a direct call outside a build) reads ``$PRIOR_STORAGE_OPTIONS`` as
+`open_store` does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from prior.errors import NotFoundError
-from prior.featurestore import open_store
+from prior.featurestore import StoreRef, open_store
 from prior.featurestore.catalog import Segment
 from prior.featurestore.store import EntryInfo, Store
 from prior.pipeline import startup
@@ -56,15 +57,15 @@ def _committed_elsewhere(store: Store, kind: str, match: Callable[[Segment], boo
     return store.segment_keys(fresh) if fresh else set()
 
 
-def parse_partition(store_url: str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
+def parse_partition(store_ref: StoreRef | str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
                     keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ()),
-                    device: str = "auto", storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    device: str = "auto") -> dict[str, Any]:
     """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
     worker's GPU if it has one)."""
     from prior.pipeline.parsers import get_parser
 
     _set_up_process()
-    store = open_store(store_url, lease=guard[0], storage_options=storage_options)
+    store = open_store(store_ref, lease=guard[0])
     done = _committed_elsewhere(store, "parses", lambda s: s.target["parse"] == parse, guard)
     todo = [(k, t) for k, t in zip(keys, texts) if k not in done]
     skipped = len(keys) - len(todo)
@@ -100,16 +101,15 @@ def _feature(feature: Any, entry_key: str) -> Any:
     return cached
 
 
-def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
-                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ()),
-                      storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def feature_partition(store_ref: StoreRef | str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
+                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ())) -> dict[str, Any]:
     """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
     sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
     pair feature (``keys`` are pair keys); the parses are read from the store here."""
     _set_up_process()
     entry = EntryInfo.from_target(target)
     parse, pairs = payload
-    store = open_store(store_url, lease=guard[0], storage_options=storage_options)
+    store = open_store(store_ref, lease=guard[0])
     done = _committed_elsewhere(store, "feature", lambda s: s.target["entry"] == entry.key, guard)
     kept = [i for i, k in enumerate(keys) if k not in done]
     skipped = len(keys) - len(kept)
@@ -122,7 +122,7 @@ def feature_partition(store_url: str, feature: Any, target: Mapping[str, Any], k
     parses = {r["sent_key"]: Parse.from_record(r)
               for r in store.parses(wanted, parse=parse, cache=True).iter_rows(named=True)}
     if (missing := [k for k in wanted if k not in parses]):
-        raise NotFoundError(f"{store_url}: parse {parse} lacks {len(missing)} sentence(s) of this "
+        raise NotFoundError(f"{store.location}: parse {parse} lacks {len(missing)} sentence(s) of this "
                             f"partition, e.g. {missing[0]}")
     items: list[Any] = [parses[k] for k in keys] if pairs is None else [(parses[a], parses[b]) for a, b in pairs]
     try:

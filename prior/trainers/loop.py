@@ -46,7 +46,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from prior.errors import DataError, NotFoundError, PriorError
-from prior.featurestore import Store, open_store
+from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, render
 from prior.featurestore.selection import parser_spec
@@ -80,7 +80,7 @@ class TrainConfig:
     model: str  # e.g. "dafa-mini", or "dafa" with backbone
     dataset: str
     output: Path
-    store: str | None = None
+    store: StoreRef | str | None = None  # a location, or a StoreRef with the fsspec options of a store at a URL
     backbone: str | None = None
     settings: TrainSettings | None = None  # None: the papers' defaults for model and dataset
     overrides: dict[str, Any] = field(default_factory=dict)  # settings fields set on the command line
@@ -97,7 +97,6 @@ class TrainConfig:
     feature_entry: str | None = None  # a store entry key prefix (instead of feature_params)
     view: str | None = None  # a registered view replacing the model's feature (View.variant_of), e.g. "dep-no-tfidf"
     dep_view: str | None = None  # deprecated spelling of ``view`` (DAFA's models only)
-    storage_options: dict[str, Any] | None = None  # fsspec options of a store at a URL; None: $PRIOR_STORAGE_OPTIONS
     parser: str | None = None  # a model without a feature reads this --parser value's parse (default: the default parser's)
     parse: str | None = None  # ... or this parse (an id prefix), when one parser made several
     resume: Path | None = None
@@ -383,7 +382,7 @@ def _start(cfg: TrainConfig) -> _Run:
     rt = runtime()
     model_name, size = parse_model_name(cfg.model)
     model_cls = MODEL_CLASSES[model_name]
-    store = open_store(cfg.store, create=False, storage_options=cfg.storage_options)
+    store = open_store(cfg.store, create=False)
     check_train_split(store, cfg.dataset, cfg.train_split)
     kind = dataset_kind(store, cfg.dataset)  # under another --name: the paper settings still apply
     settings = replace(cfg.settings or default_settings(model_name, kind, size), **cfg.overrides)
@@ -555,21 +554,22 @@ class CheckpointOutputs(NamedTuple):
 
 
 def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
-                       store: str | None = None, limit: int | None = None, batch_size: int | None = None,
-                       features: str = "stored", progress: Progress | None = None, view: str | None = None,
-                       storage_options: dict[str, Any] | None = None) -> CheckpointOutputs:
+                       store: StoreRef | str | None = None, limit: int | None = None, batch_size: int | None = None,
+                       features: str = "stored", progress: Progress | None = None,
+                       view: str | None = None) -> CheckpointOutputs:
     """What :func:`evaluate_checkpoint` scores: a saved checkpoint's outputs on one split of
     the store (default: the dataset it was trained on), read from exactly the feature entries it
     was trained on (`prior.json`): a store whose entries do not hold that split is an error
     naming the build line that adds them. ``features``: as stored, or destroyed (``neutral``,
     ``shuffled``; `PairData.with_features`). ``view``: read this variant view of the model's
-    feature instead of the one it was trained on (an ablation at test time). ``storage_options``:
-    of the store (None: ``$PRIOR_STORAGE_OPTIONS``)."""
+    feature instead of the one it was trained on (an ablation at test time). ``store``: where
+    the split is read, a location or a `StoreRef` with its storage options (one without a
+    location reaches the store the checkpoint was trained from with those options)."""
     rt = runtime()
     model, tokenizer, meta = load_checkpoint(checkpoint_dir(checkpoint))
     dataset = dataset or meta["dataset"]
     trained = meta["fingerprints"]["train"]
-    st = open_store(store or trained["store"], create=False, storage_options=storage_options)
+    st = open_store(StoreRef.of(store).or_at(trained["store"]), create=False)
     read = stored_view(meta) if view is None else resolve_view(meta["feature"], view)
     settings = meta["settings"]
     data = load_split(st, dataset, split, tokenizer, max_length=settings["max_length"],
@@ -587,14 +587,13 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
 
 
 def evaluate_checkpoint(checkpoint: Path | str, dataset: str | None = None, split: str = "test", *,
-                        store: str | None = None, limit: int | None = None,
+                        store: StoreRef | str | None = None, limit: int | None = None,
                         batch_size: int | None = None, features: str = "stored",
-                        progress: Progress | None = None, view: str | None = None,
-                        storage_options: dict[str, Any] | None = None) -> dict[str, float]:
+                        progress: Progress | None = None, view: str | None = None) -> dict[str, float]:
     """Metrics of a saved checkpoint on one split (:func:`checkpoint_outputs`)."""
     outputs, data, names = checkpoint_outputs(checkpoint, dataset, split, store=store, limit=limit,
                                               batch_size=batch_size, features=features, progress=progress,
-                                              view=view, storage_options=storage_options)
+                                              view=view)
     if data.labels is None:
         raise DataError(f"{data.dataset}/{data.split} has no labels to evaluate against")
     return metrics.compute(names, outputs, data.labels[data.rows])

@@ -30,7 +30,7 @@ checkpoint or a store never names code to run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from prior.errors import DataError, PriorError
-from prior.featurestore import open_store
+from prior.featurestore import StoreRef, open_store
 from prior.featurestore.selection import parser_spec
 from prior.featurestore.store import EntryInfo
 from prior.layouts.views import view_of
@@ -100,26 +100,25 @@ class PairBuilder(Protocol):
     """Builds the pairs' parse and entries into a store: `prior.pipeline.predict.build_pairs`
     (its arguments are documented there), or a caller's own function of the same signature."""
 
-    def __call__(self, store: str | None, *, entries: Sequence[EntryInfo], parse: str, parser: str | None = None,
-                 pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
-                 text_a: str = "sentence1", text_b: str = "sentence2", resources: str | None = None,
-                 workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
-                 recorded_in: str = "the model", storage_options: Mapping[str, Any] | None = None) -> Built: ...
+    def __call__(self, store: StoreRef | str | None, *, entries: Sequence[EntryInfo], parse: str,
+                 parser: str | None = None, pairs: Sequence[tuple[str, str]] | None = None,
+                 file: str | Path | None = None, text_a: str = "sentence1", text_b: str = "sentence2",
+                 resources: StoreRef | str | None = None, workers: int = 0, progress: bool = False,
+                 recorded_parser: str | None = None, recorded_in: str = "the model") -> Built: ...
 
 
 class Predictor:
     """A loaded checkpoint that predicts raw sentence pairs (:func:`load_model`)."""
 
     def __init__(self, checkpoint: Path, model: Any, tokenizer: Any, meta: dict[str, Any], rt: Runtime, *,
-                 store: str, parser: str | None, builder: PairBuilder, batch_size: int | None,
-                 workers: int, storage_options: Mapping[str, Any] | None = None) -> None:
+                 store: StoreRef, parser: str | None, builder: PairBuilder, batch_size: int | None,
+                 workers: int) -> None:
         self.checkpoint, self.model, self.tokenizer, self.meta, self.rt = checkpoint, model, tokenizer, meta, rt
         self.store, self.workers = store, workers
-        self.storage_options = storage_options
         self.batch_size = batch_size or int(meta["settings"]["batch_size"])
         self._builder = builder
         trained = meta["fingerprints"]["train"]
-        self.train_store: str = trained["store"]
+        self.train_store = store.at(trained["store"])  # reached with the prediction store's options
         self.parse: str = trained["parse"]
         self.read = read_name(meta["feature"], meta.get("dep_view", "dep")) if meta["feature"] else None
         recorded = dict(trained.get("entries") or {})
@@ -139,7 +138,7 @@ class Predictor:
 
     def _train_store(self) -> Any:
         try:
-            return open_store(self.train_store, create=False, storage_options=self.storage_options)
+            return open_store(self.train_store, create=False)
         except PriorError as exc:
             raise PriorError(f"{self.checkpoint} records no feature entries of its own and its training store "
                              f"cannot be read ({exc}); predict where that store is reachable") from None
@@ -151,7 +150,7 @@ class Predictor:
             return [EntryInfo.from_target(records[n]) for n in self.entry_keys]
         held = {e.key: e for e in self._train_store().entries()}
         if missing := [n for n, k in self.entry_keys.items() if k not in held]:
-            raise PriorError(f"the training store {self.train_store} no longer holds the {', '.join(missing)} "
+            raise PriorError(f"the training store {self.train_store.location} no longer holds the {', '.join(missing)} "
                              f"entries {self.checkpoint} was trained on")
         return [held[k] for k in self.entry_keys.values()]
 
@@ -160,12 +159,11 @@ class Predictor:
         prior.json, else the training store's parses record (data: the builder checks it)."""
         if spec := self.meta.get("parser_spec"):
             return str(spec), f"{self.checkpoint / 'prior.json'} (parser_spec)"
-        return self._stored_parser(), f"the parses record of {self.train_store}"
+        return self._stored_parser(), f"the parses record of {self.train_store.location}"
 
     def _stored_parser(self) -> str | None:
         try:
-            return parser_spec(open_store(self.train_store, create=False, storage_options=self.storage_options),
-                               self.parse)
+            return parser_spec(open_store(self.train_store, create=False), self.parse)
         except PriorError:
             return None  # the build's default parser; its parse id is checked against the model's
 
@@ -207,8 +205,8 @@ class Predictor:
         built = self._builder(self.store, entries=self.entries, parse=self.parse, parser=self.parser, pairs=pairs,
                               file=file, text_a=text_a, text_b=text_b, resources=self.train_store,
                               workers=self.workers, progress=progress, recorded_parser=self.recorded_parser,
-                              recorded_in=self.recorded_in, storage_options=self.storage_options)
-        store = open_store(built.store, create=False, storage_options=self.storage_options)
+                              recorded_in=self.recorded_in)
+        store = open_store(self.store.at(built.store), create=False)
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
                           feature=self.meta["feature"], entries=self.entry_keys or None,
@@ -232,17 +230,16 @@ class Predictor:
                 for (k, a, b, r), p in zip(common, probs)]
 
 
-def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str | None = None,
-               batch_size: int | None = None, workers: int = 0,
-               builder: PairBuilder | None = None, storage_options: Mapping[str, Any] | None = None) -> Predictor:
+def load_model(checkpoint: str | Path, *, store: StoreRef | str | None = None, parser: str | None = None,
+               batch_size: int | None = None, workers: int = 0, builder: PairBuilder | None = None) -> Predictor:
     """The checkpoint at ``checkpoint`` (a `prior train` output folder, whose ``best/`` is
     used, or a checkpoint folder) ready to predict raw pairs. ``store``: where the pairs'
-    features are built (default ``$PRIOR_HOME/predict-store``); ``parser``: the ``--parser``
+    features are built (default ``$PRIOR_HOME/predict-store``), a location or a `StoreRef`,
+    whose storage options also reach the training store; ``parser``: the ``--parser``
     spec that gives the model's parse (default: as recorded); ``workers``: Dask workers for
     the build (0: in this process); ``builder``: what builds the pairs' features, required
     (`prior.pipeline.predict.build_pairs`; `trainers` does not import the pipeline, so the
-    caller names it); ``storage_options``: fsspec options of the stores at URLs (the training
-    store, ``store``; None: ``$PRIOR_STORAGE_OPTIONS``)."""
+    caller names it)."""
     if builder is None:
         raise PriorError("load_model needs builder=, what builds the new pairs' parse and features: pass "
                          "builder=prior.pipeline.predict.build_pairs (what `prior predict` uses) or your own PairBuilder")
@@ -250,8 +247,8 @@ def load_model(checkpoint: str | Path, *, store: str | None = None, parser: str 
     model, tokenizer, meta = load_checkpoint(folder)
     rt = runtime()
     torch.nn.Module.to(model, rt.device)  # (transformers types its own `to` otherwise)
-    return Predictor(folder, model, tokenizer, meta, rt, store=store or default_predict_store(), parser=parser,
-                     builder=builder, batch_size=batch_size, workers=workers, storage_options=storage_options)
+    return Predictor(folder, model, tokenizer, meta, rt, store=StoreRef.of(store).or_at(default_predict_store()),
+                     parser=parser, builder=builder, batch_size=batch_size, workers=workers)
 
 
 __all__ = ["Built", "PairBuilder", "Prediction", "Predictions", "Predictor", "default_predict_store", "load_model"]
