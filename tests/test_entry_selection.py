@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prior.featurestore import open_store
+from prior.featurestore import Request, open_store
 from prior.featurestore.recipe import FeatureRecipe, Recipe
 from prior.featurestore.selection import AmbiguousEntryError, EntrySelectionError, IncompleteEntryError
 from tests.cli_run import cli, cli_error
@@ -80,7 +80,7 @@ def test_python_reads_return_the_entry_asked_for(store_path: Path, entries, data
             continue
         df = store.frame(feature, dataset=dataset, split=split, params=params)
         entry = entries[key]
-        assert store.select(feature, dataset=dataset, split=split, params=params)[0].key == entry.key
+        assert store.select(feature, Request(params=params), dataset=dataset, split=split)[0].key == entry.key
         column, component = ("wup", "wup") if feature == "wup" else ("dep_trigram", "trigram")
         assert df[column].null_count() == 0 and df.height == 5
         expected = stored(store, entry, df["pair_key"].to_list(), component)
@@ -186,7 +186,7 @@ def test_selecting_by_a_shared_parameter_keeps_the_default(store_path: Path, ent
     was not asked for."""
     store = open_store(store_path, create=False)
     params = {"wordnet": entries["wup"].params["wordnet"]}
-    assert store.select("wup", dataset="sick", split="test", params=params)[0].key == entries["wup"].key
+    assert store.select("wup", Request(params=params), dataset="sick", split="test")[0].key == entries["wup"].key
 
 
 def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_path: Path) -> None:

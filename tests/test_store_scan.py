@@ -25,8 +25,8 @@ import prior.featurestore.export as export_module
 import prior.featurestore.scan as scan_module
 from prior.cli.main import app
 from prior.errors import DataError, NotFoundError
+from prior.featurestore import Request, make_entry, open_store
 from prior.featurestore import keys as K
-from prior.featurestore import make_entry, open_store
 from prior.featurestore.export import export_parquet
 from prior.featurestore.selection import EntrySelectionError
 from prior.featurestore.store import Store
@@ -240,7 +240,7 @@ def test_export_again_replaces_a_partition_whole_and_keeps_the_others(store: Sto
                                                    ("train", ("part-0.parquet", "part-1.parquet"))]
     train = out / "dataset=sick" / "split=train" / "part-1.parquet"
     before = train.stat().st_ino
-    export_parquet(store, "wup", dataset="sick", out=out, splits=["test"], params={"preset": "uerbert-code"})
+    export_parquet(store, "wup", dataset="sick", out=out, splits=["test"], request=Request(params={"preset": "uerbert-code"}))
     assert sorted(p.name for p in (out / "dataset=sick" / "split=test").iterdir()) == ["part-0.parquet"]
     assert train.stat().st_ino == before
     got = pl.scan_parquet(out, hive_partitioning=True).filter(pl.col("split") == "test").drop("dataset", "split")

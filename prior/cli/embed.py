@@ -110,11 +110,11 @@ def oov_cmd(
     vocab: Annotated[str | None, typer.Option(help="Key of the embeddings resource whose `emb` entry to use (default: the most recent `emb` entry).")] = None,
 ) -> None:
     """Out-of-vocabulary rate of each split of a dataset, from the stored `emb` word ids."""
-    from prior.featurestore import open_store
+    from prior.featurestore import Request, open_store
     from prior.pipeline.features.emb import oov_rates
 
     opened = open_store(store_ref(store, storage_option), create=False)
-    entry = opened.find_entry("emb", params=None if vocab is None else {"vocab": vocab})
+    entry = opened.find_entry("emb", Request(params=None if vocab is None else {"vocab": vocab}))
     console.print(f"emb entry {entry.key[:12]} (vocabulary {entry.params['vocab']}, "
                   f"lookup {entry.params['lookup']})", markup=False)
     for stats in oov_rates(opened, dataset, entry=entry):

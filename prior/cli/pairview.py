@@ -13,7 +13,7 @@ needed, no global backend switched).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prior.errors import NotFoundError, PriorError
-from prior.featurestore.selection import entries_line
+from prior.featurestore.selection import Request, entries_line
 from prior.layouts.views import VIEWS
 
 if TYPE_CHECKING:
@@ -113,11 +113,11 @@ def _matrix(value: Any, rows: int, cols: int) -> np.ndarray:
 
 
 def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str | None = None,
-              params: Mapping[str, Any] | None = None, entry: str | None = None) -> PairView:
-    """The words and matrices of one pair (module docstring), from the entry that ``params`` or
-    ``entry`` pick (default: the feature's default entry; `prior.featurestore.selection`)."""
+              request: Request | None = None) -> PairView:
+    """The words and matrices of one pair (module docstring), from the entry that ``request``
+    picks (default: the feature's default entry; `prior.featurestore.selection`)."""
     split, row, note = _find_pair(store, dataset, pair, split)
-    entries = store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+    entries = store.select(feature, request, dataset=dataset, split=split)
     df = store.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
     df = df.filter(df["row"] == row["row"])
     rec = df.row(0, named=True)

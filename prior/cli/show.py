@@ -27,11 +27,11 @@ def show_cmd(
 ) -> None:
     """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
     from prior.cli.pairview import format_pair, pair_view, plot_pair
-    from prior.featurestore import open_store
+    from prior.featurestore import Request, open_store
 
     params = read_params(feature_param, option, feature_names(feature))
     opened = open_store(store_ref(store, storage_option), create=False)
-    view = pair_view(opened, dataset, pair, feature, split=split, params=params, entry=entry)
+    view = pair_view(opened, dataset, pair, feature, split=split, request=Request(params=params, entry=entry))
     console.print(format_pair(view), markup=False, end="")
     if plot is not None:
         console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)

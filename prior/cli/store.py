@@ -180,7 +180,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     import polars as pl
 
     from prior.cli.pairview import split_order
-    from prior.featurestore import open_store
+    from prior.featurestore import Request, open_store
     from prior.featurestore.selection import entries_line
 
     opened = open_store(store_ref(store, storage_option), create=False)
@@ -190,7 +190,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
         if len(present) > 1:
             console.print(f"split {split} (of {', '.join(present)}; --split picks another)")
     params = read_params(feature_param, option, feature_names(feature))
-    entries = opened.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+    entries = opened.select(feature, Request(params=params, entry=entry), dataset=dataset, split=split)
     df = opened.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
     console.print(f"{dataset}/{split} {feature} from {entries_line(entries)}", markup=False)
     matrix_cols = [c for c, t in df.schema.items() if isinstance(t, pl.List) and isinstance(t.inner, pl.List)]
@@ -218,7 +218,7 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
                entry: EntryOpt = None) -> None:
     """Write `store.frame(feature, dataset, split)` as a hive-partitioned Parquet dataset
     (Polars, pyarrow, DuckDB, Hugging Face datasets); a split exported again is replaced whole."""
-    from prior.featurestore import open_store
+    from prior.featurestore import Request, open_store
     from prior.featurestore.export import export_parquet
     from prior.featurestore.selection import entries_line
 
@@ -226,7 +226,7 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
     splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
     opened = open_store(store_ref(store, storage_option), create=False)
     done = export_parquet(opened, feature, dataset=dataset, out=out, splits=splits,
-                          params=params, entry=entry)
+                          request=Request(params=params, entry=entry))
     for part in done:
         console.print(f"{part.dataset}/{part.split}: {part.rows} pairs -> {part.folder} "
                       f"({', '.join(part.files)}) from {entries_line(part.entries)}",

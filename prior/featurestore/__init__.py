@@ -8,6 +8,8 @@
 
 from prior.featurestore.errors import StoreError
 from prior.featurestore.ref import StoreRef
+from prior.featurestore.selection import Request
 from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, make_entry, open_store
 
-__all__ = ["EntryInfo", "FeatureData", "Resource", "Store", "StoreError", "StoreRef", "make_entry", "open_store"]
+__all__ = ["EntryInfo", "FeatureData", "Request", "Resource", "Store", "StoreError", "StoreRef", "make_entry",
+           "open_store"]

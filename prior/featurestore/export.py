@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from prior.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
+from prior.featurestore.selection import Request
 
 if TYPE_CHECKING:
     from prior.featurestore.entries import EntryInfo
@@ -148,8 +149,7 @@ def _row_parts(store: SegmentStore, source: SplitScan, dataset: str, split: str,
 
 
 def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str | os.PathLike[str],
-                   splits: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
-                   entry: str | None = None, parse: str | None = None,
+                   splits: Sequence[str] | None = None, request: Request | None = None,
                    rows_per_part: int = ROWS_PER_PART) -> list[ExportedSplit]:
     """Export ``feature`` of ``dataset``'s ``splits`` (default: every split the store holds) to
     ``out`` (module docstring). Entries are selected as ``Store.frame`` selects them, for every
@@ -163,8 +163,7 @@ def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str 
     if missing := [s for s in wanted if s not in present]:
         raise NotFoundError(f"{store.location} has no split {', '.join(missing)} of {dataset} "
                             f"(present: {', '.join(present)})")
-    sources = {split: SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry,
-                                parse=parse) for split in wanted}
+    sources = {split: SplitScan(store, feature, dataset=dataset, split=split, request=request) for split in wanted}
     try:
         folder.mkdir(parents=True, exist_ok=True)  # an output that cannot be made fails before any read
     except OSError as exc:

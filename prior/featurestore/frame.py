@@ -7,16 +7,17 @@ the feature. A pair component becomes a column named after the entry (``wup``) o
 ``<name>_b`` (``sdoi_a``). Matrices are lists of rows; ``series[i].to_numpy()`` or
 ``np.array(series[i].to_list())`` gives the matrix back.
 
-The entries read are chosen by `prior.featurestore.selection` (the default entry unless ``params``
-or ``entry`` say otherwise) and must hold every pair of the split, so a frame has no null
-feature values. :func:`view_entries` tells which entries a frame reads.
+The entries read are chosen by `prior.featurestore.selection` (the default entry unless the
+read's `Request`, its ``params`` or ``entry``, says otherwise) and must hold every pair of the
+split, so a frame has no null feature values. :func:`view_entries` tells which entries a frame
+reads.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -34,27 +35,28 @@ if TYPE_CHECKING:
     from prior.featurestore.segments import SegmentStore
 
 
-def view_entries(store: SegmentStore, feature: str, *, dataset: str, split: str,
-                 params: Mapping[str, Any] | None = None, entry: str | None = None,
-                 parse: str | None = None, coverage: Coverage | None = None) -> list[EntryInfo]:
+def view_entries(store: SegmentStore, feature: str, *, dataset: str, split: str, request: Request | None = None,
+                 coverage: Coverage | None = None) -> list[EntryInfo]:
     """The entries a read of ``feature`` (an entry name or a view) uses for ``dataset``/``split``,
-    chosen by the contract of `prior.featurestore.selection`: ``params`` go to each of the view's
-    entries that knows them, ``entry`` (a key prefix) picks the first entry directly; the later
-    entries of a view follow the first (same parse, and what the view's ``select`` says).
-    ``coverage``: the selection's reads, to reuse afterwards (the split's rows)."""
+    chosen by the contract of `prior.featurestore.selection`: the ``request``'s ``params`` go to
+    each of the view's entries that knows them, its ``entry`` (a key prefix) picks the first
+    entry directly; the later entries of a view follow the first (same parse, and what the
+    view's ``select`` says). ``coverage``: the selection's reads, to reuse afterwards (the
+    split's rows)."""
     view = view_of(feature)
-    if entry and params:
+    asked = request or Request()
+    if asked.entry and asked.params:
         raise EntrySelectionError("give either an entry key prefix or parameters, not both")
     coverage = coverage or Coverage(store)
-    wanted = [None] * len(view.entries) if entry else split_params(view.entries, params, store.entries)
+    wanted = [None] * len(view.entries) if asked.entry else split_params(view.entries, asked.params, store.entries)
     chosen: list[EntryInfo] = []
     for i, name in enumerate(view.entries):
         if i == 0:
-            request = Request(params=wanted[0], entry=entry, parse=parse)
+            each = Request(params=wanted[0], entry=asked.entry, parse=asked.parse)
         else:
             extra = view.select(name, chosen[0].params, dataset) if view.select is not None else {}
-            request = Request(params={**(wanted[i] or {}), **extra}, parse=chosen[0].parse)
-        chosen.append(select_entry(store, name, dataset=dataset, split=split, request=request,
+            each = Request(params={**(wanted[i] or {}), **extra}, parse=chosen[0].parse)
+        chosen.append(select_entry(store, name, dataset=dataset, split=split, request=each,
                                    built_by=view.built_by, coverage=coverage))
     return chosen
 
@@ -92,11 +94,9 @@ def pair_texts(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
 
 
 def build_frame(store: SegmentStore, feature: str, *, dataset: str, split: str,
-                params: Mapping[str, Any] | None = None, entry: str | None = None,
-                parse: str | None = None) -> pl.DataFrame:
+                request: Request | None = None) -> pl.DataFrame:
     view = view_of(feature)
-    entries = view_entries(store, feature, dataset=dataset, split=split, params=params, entry=entry,
-                           parse=parse)
+    entries = view_entries(store, feature, dataset=dataset, split=split, request=request)
     parse = entries[0].parse
 
     df = pair_texts(store, dataset, split)

@@ -34,7 +34,7 @@ rows are ordered by ``row``, matrices are lists of rows (`prior.featurestore.fra
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -44,7 +44,7 @@ from prior.featurestore.errors import StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
 from prior.featurestore.segment_files import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
-from prior.featurestore.selection import Coverage
+from prior.featurestore.selection import Coverage, Request
 from prior.featurestore.tensors import nested_column, numpy_column
 from prior.layouts.kinds import SentenceVector, WordIds
 from prior.layouts.ragged import Ragged
@@ -134,13 +134,12 @@ class SplitScan:
     is made, and :meth:`read`, which Polars calls with the query's columns and filter."""
 
     def __init__(self, store: SegmentStore, feature: str, *, dataset: str, split: str,
-                 params: Mapping[str, Any] | None = None, entry: str | None = None,
-                 parse: str | None = None) -> None:
+                 request: Request | None = None) -> None:
         self.store, self.feature, self.dataset, self.split = store, feature, dataset, split
         self.view: View = view_of(feature)
         coverage = Coverage(store)
-        self.entries = view_entries(store, feature, dataset=dataset, split=split, params=params, entry=entry,
-                                    parse=parse, coverage=coverage)
+        self.entries = view_entries(store, feature, dataset=dataset, split=split, request=request,
+                                    coverage=coverage)
         self.rows = coverage.rows(dataset, split)
         parses = store.segments("parses")
         if not parses:
@@ -282,7 +281,7 @@ class SplitScan:
             for n, v in values.items()])
 
 
-def scan_frame(store: SegmentStore, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
-               entry: str | None = None, parse: str | None = None) -> pl.LazyFrame:
+def scan_frame(store: SegmentStore, feature: str, *, dataset: str, split: str,
+               request: Request | None = None) -> pl.LazyFrame:
     """The LazyFrame of ``Store.scan`` (module docstring)."""
-    return SplitScan(store, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse).lazy()
+    return SplitScan(store, feature, dataset=dataset, split=split, request=request).lazy()

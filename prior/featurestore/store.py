@@ -4,7 +4,8 @@ query it as Polars frames.
 Two layers: `prior.featurestore.segments` is the file format (segments, their reads and writes,
 checks, the catalog, entry records; with `segment_files` and `entries` below it); the query modules (`selection`, `frame`, `scan`, `export`,
 `missing`) work on its `SegmentStore`. `Store` is both together: a `SegmentStore` with the query
-methods (``find_entry``, ``select``, ``pairs``, ``frame``, ``scan``). Imports run one way:
+methods (``find_entry``, ``select``, ``pairs``, ``frame``, ``scan``); a read names what it wants
+in one `Request` (``frame`` and ``scan`` take its fields as keywords). Imports run one way:
 segments ← query modules ← this module.
 """
 
@@ -36,20 +37,17 @@ class Store(SegmentStore):
     that can reach the store (Dask workers do). Readers see committed segments only.
     """
 
-    def find_entry(self, name: str, *, params: Mapping[str, Any] | None = None, parse: str | None = None,
-                   version: int | None = None, entry: str | None = None, dataset: str | None = None,
-                   split: str | None = None) -> EntryInfo:
-        """The entry of feature ``name`` a read with these arguments uses (`prior.featurestore.selection`):
-        the default entry unless ``params`` or ``entry`` (a key prefix) say otherwise; with
+    def find_entry(self, name: str, request: Request | None = None, *, version: int | None = None,
+                   dataset: str | None = None, split: str | None = None) -> EntryInfo:
+        """The entry of feature ``name`` that ``request`` picks (`prior.featurestore.selection`):
+        the default entry unless its ``params`` or ``entry`` (a key prefix) say otherwise; with
         ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates."""
-        return select_entry(self, name, dataset=dataset, split=split, version=version,
-                            request=Request(params=params, entry=entry, parse=parse))
+        return select_entry(self, name, dataset=dataset, split=split, version=version, request=request)
 
-    def select(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
-               entry: str | None = None, parse: str | None = None) -> list[EntryInfo]:
-        """The entries ``frame(feature, …)`` with the same arguments reads (a view reads several)."""
-        return view_entries(self, feature, dataset=dataset, split=split, params=params, entry=entry,
-                            parse=parse)
+    def select(self, feature: str, request: Request | None = None, *, dataset: str, split: str) -> list[EntryInfo]:
+        """The entries a read of ``feature`` with ``request`` uses (a view reads several): what
+        ``frame`` and ``scan`` read."""
+        return view_entries(self, feature, dataset=dataset, split=split, request=request)
 
     def pairs(self, dataset: str, split: str) -> pl.DataFrame:
         """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
@@ -61,17 +59,19 @@ class Store(SegmentStore):
         """One row per pair: texts, label, both parses and the feature's matrices (nested lists).
 
         The entry read is the feature's default one unless ``params`` (e.g.
-        ``{"preset": "uerbert-code"}``) or ``entry`` (a key prefix) pick another; it must hold
-        every pair of the split (`prior.featurestore.selection`; `select` tells which entries)."""
-        return build_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry,
-                           parse=parse)
+        ``{"preset": "uerbert-code"}``) or ``entry`` (a key prefix) pick another: the read's
+        `Request`; it must hold every pair of the split (`prior.featurestore.selection`;
+        `select` tells which entries)."""
+        return build_frame(self, feature, dataset=dataset, split=split,
+                           request=Request(params=params, entry=entry, parse=parse))
 
     def scan(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
              entry: str | None = None, parse: str | None = None) -> pl.LazyFrame:
         """``frame(…)`` with the same arguments as a Polars LazyFrame: ``collect()`` gives the same
         frame, and a query reads only the segments and Parquet columns its filter and columns
         need (`prior.featurestore.scan`). The entry is selected, and bad arguments fail, here."""
-        return scan_frame(self, feature, dataset=dataset, split=split, params=params, entry=entry, parse=parse)
+        return scan_frame(self, feature, dataset=dataset, split=split,
+                          request=Request(params=params, entry=entry, parse=parse))
 
 
 def open_store(store: StoreRef | str | os.PathLike[str] | None = None, *, create: bool = True,

@@ -25,7 +25,13 @@ from prior.errors import DataError, PriorError
 from prior.featurestore import Store
 from prior.featurestore.frame import gather
 from prior.featurestore.recipe import FeatureRecipe, Recipe, render
-from prior.featurestore.selection import EntrySelectionError, ParseSelectionError, build_recipe, select_parse
+from prior.featurestore.selection import (
+    EntrySelectionError,
+    ParseSelectionError,
+    Request,
+    build_recipe,
+    select_parse,
+)
 from prior.featurestore.store import EntryInfo
 from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from prior.layouts.views import VIEWS, column_name, view_of
@@ -50,33 +56,31 @@ def _hint_note(message: str) -> str:
             "`prior embed train --contexts dep --out EMB_FILE`)" if "EMB_FILE" in message else "")
 
 
-def read_entries(store: Store, feature: str, dataset: str, split: str, *,
-                 params: dict[str, Any] | None = None, entry: str | None = None,
+def read_entries(store: Store, feature: str, dataset: str, split: str, *, request: Request | None = None,
                  entries: dict[str, str] | None = None) -> list[EntryInfo]:
     """The store entries a model's feature (an entry or view name) is read from for one split:
-    the default entries, or those ``params`` or ``entry`` (a key prefix) pick
+    the default entries, or those ``request`` picks by its ``params`` or ``entry`` (a key prefix)
     (`prior.featurestore.selection`), or exactly the ``entries`` (name → key) a checkpoint recorded.
     Each must hold every pair of the split; otherwise `MissingFeatureError` with the
     candidates or the `prior build` line that adds what is missing."""
     try:
         if entries:
-            return [store.find_entry(name, entry=key, dataset=dataset, split=split)
+            return [store.find_entry(name, Request(entry=key), dataset=dataset, split=split)
                     for name, key in entries.items()]
-        return store.select(feature, dataset=dataset, split=split, params=params, entry=entry)
+        return store.select(feature, request, dataset=dataset, split=split)
     except EntrySelectionError as exc:
         raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}", recipe=exc.recipe) from None
 
 
 def feature_source(store: Store, feature: str, dataset: str, split: str, pair_keys: Sequence[str],
-                   key_a: Sequence[str], key_b: Sequence[str], *, params: dict[str, Any] | None = None,
-                   entry: str | None = None, entries: dict[str, str] | None = None
-                   ) -> tuple[FeatureSource, list[EntryInfo]]:
+                   key_a: Sequence[str], key_b: Sequence[str], *, request: Request | None = None,
+                   entries: dict[str, str] | None = None) -> tuple[FeatureSource, list[EntryInfo]]:
     """The batch source of ``feature`` (an entry or a view) for a split's pairs, and the
     entries it reads. A view combines its entries (`prior.layouts.views`); a plain entry is read by
     the layout it recorded."""
     view = view_of(feature)
     recorded = None if entries is None else {n: entries[n] for n in view.entries if n in entries}
-    chosen = read_entries(store, feature, dataset, split, params=params, entry=entry, entries=recorded)
+    chosen = read_entries(store, feature, dataset, split, request=request, entries=recorded)
     values = gather(store, chosen, pair_keys, key_a, key_b)
     fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
     main = chosen[0]
@@ -237,15 +241,15 @@ def _labels(raw: list[Any], kind: str, names: tuple[str, ...], dataset: str, spl
 
 
 def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_length: int = 128,
-               feature: str | None = None, feature_params: dict[str, Any] | None = None, feature_entry: str | None = None,
+               feature: str | None = None, request: Request | None = None,
                limit: int | None = None, dep_view: str | None = None,
                entries: dict[str, str] | None = None, parse: str | None = None,
                parser: str | None = None) -> PairData:
     """Read one split (and the feature a model reads, as the model input its layout names)
     from the store and tokenize it once.
 
-    The feature's entries are the default ones, or those ``feature_params`` or
-    ``feature_entry`` (a key prefix) pick, or exactly the recorded ``entries`` (name → key,
+    The feature's entries are the default ones, or those ``request`` picks by its ``params``
+    or ``entry`` (a key prefix), or exactly the recorded ``entries`` (name → key,
     what `prior eval` passes from a checkpoint); ``dep_view`` reads a view variant of the
     feature instead (DAFA's ablations). The words are those of the feature's parse; without a
     feature, of ``parse`` (an id: what a checkpoint recorded), else of the parse of ``parser``
@@ -266,7 +270,7 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     if feature is not None:
         read = read_name(feature, dep_view)
         source, chosen = feature_source(store, read, dataset, split, pair_keys, key_a, key_b,
-                                        params=feature_params, entry=feature_entry, entries=entries)
+                                        request=request, entries=entries)
         parse = chosen[0].parse
     elif dep_view not in (None, "dep"):
         raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "

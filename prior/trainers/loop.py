@@ -46,7 +46,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from prior.errors import DataError, NotFoundError, PriorError
-from prior.featurestore import Store, StoreRef, open_store
+from prior.featurestore import Request, Store, StoreRef, open_store
 from prior.featurestore.names import check_name
 from prior.featurestore.recipe import Recipe, render
 from prior.featurestore.selection import parser_spec
@@ -163,7 +163,7 @@ def load_splits(store: Store, cfg: TrainConfig, model: str, tokenizer: Any,
     split, the held-out 10 %, the sample)."""
     feature = MODEL_CLASSES[model].feature
     kw: dict[str, Any] = {"max_length": settings.max_length, "feature": feature,
-          "feature_params": cfg.feature_params, "feature_entry": cfg.feature_entry, "limit": cfg.limit,
+          "request": Request(params=cfg.feature_params, entry=cfg.feature_entry), "limit": cfg.limit,
           "dep_view": run_view(cfg, model), "parser": cfg.parser,
           "parse": cfg.parse}
     train = load_split(store, cfg.dataset, cfg.train_split, tokenizer, **kw)

@@ -28,7 +28,7 @@ Choices (FORMULAS.md, DAFA; each has a test in tests/test_features_tfidf.py):
 The table is a resource of the store (kind ``idf``: columns term, df; array n_docs), and
 its key is the parameter ``idf`` of the entry; the parameter ``dataset`` names the dataset
 whose IDF it is, so each dataset has its own `tfidf` entry and a reader picks it with
-``store.find_entry("tfidf", params={"dataset": ...})``.
+``store.find_entry("tfidf", Request(params={"dataset": ...}))``.
 """
 
 from __future__ import annotations
