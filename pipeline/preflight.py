@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prior.featurestore.envvars import positive_number
-from prior.featurestore.errors import ResourceError
+from prior.featurestore.errors import PriorError, ResourceError
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
@@ -37,7 +37,13 @@ def scheduler_timeout() -> float:
 
 
 def _short(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    """``exc`` on one line. Our own errors are kept whole (their last lines say what to do, e.g.
+    WordNet's install line); another library's message is cut at :data:`MAX_FOREIGN` characters."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if isinstance(exc, PriorError) or len(text) <= MAX_FOREIGN else text[:MAX_FOREIGN] + " …"
+
+
+MAX_FOREIGN = 600
 
 
 def connect(address: str) -> Any:
