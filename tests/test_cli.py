@@ -65,6 +65,15 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
     assert find_spacy_model() in model_line and "not installed" not in env.output
 
 
+def test_cli_env_says_how_to_install_missing_wordnet(tmp_path, monkeypatch):
+    """The line for a missing resource holds what to do (the summary line points at it)."""
+    monkeypatch.setenv("PRIOR_WORDNET_DIR", str(tmp_path / "none"))
+    env = runner.invoke(app, ["env"], terminal_width=200)
+    (line,) = [x for x in env.output.splitlines() if x.startswith("wordnet ")]
+    assert "MISSING" in line and "apt-get install -y --no-install-recommends wordnet-base" in line
+    assert "python -m nltk.downloader wordnet" in line and "MISSING: wordnet" in env.output
+
+
 def test_cli_datasets_fits_80_columns_without_cutting_a_path(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.delenv("PRIOR_DATA_DIR", raising=False)

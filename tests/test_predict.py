@@ -231,6 +231,18 @@ def test_predict_input_errors_are_one_line(trained: tuple[Path, Path, Path], hom
     assert result.exit_code == 1 and 'line 1: expected an object with "a" and "b"' in result.output
 
 
+def test_predict_empty_text_and_unwritable_out_are_one_line(trained: tuple[Path, Path, Path], home: Path) -> None:
+    """An empty --a names the option (not a temporary file); an --out that cannot be written
+    fails before any pair is parsed."""
+    _, out, _ = trained
+    for args, says in ((["--a", "", "--b", ""], "--a is empty"), (["--a", "x", "--b", " "], "--b is empty"),
+                       (["--a", "x", "--b", "y", "--out", "/proc/x.jsonl"], "--out /proc/x.jsonl: cannot write it")):
+        result = CliRunner().invoke(app, ["predict", str(out), *args])
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1 and says in lines[0], result.output
+        assert "Traceback" not in result.output and "tmp" not in result.output
+
+
 def test_predict_trainers_never_reach_the_pipeline() -> None:
     """Training, evaluation and prediction read only the store: no module of `trainers` imports
     `pipeline`, not even inside a function (the CLI hands `load_model` the pipeline's builder)."""

@@ -109,3 +109,15 @@ def test_worker_problems_name_parser_feature_and_store(tmp_path):
             preflight.check_workers(_FakeClient(2), store.location, lease.id, "spacy", right, [_Missing()])
         preflight.check_workers(_FakeClient(1), store.location, lease.id, "spacy", right, [])
     assert store.fs.listdir(LEASES) == []  # the workers' write probes left nothing
+
+
+def test_preflight_keeps_our_messages_whole_and_cuts_foreign_ones() -> None:
+    """A worker's problem line keeps WordNet's install line (it said "cut at 300 characters")."""
+    from prior.errors import ResourceError
+    from prior.pipeline.resources.wordnet import INSTALL_HINT
+
+    ours = preflight._short(ResourceError("WordNet directory /" + "x" * 400 + " holds no dict files.\n" + INSTALL_HINT))
+    assert "\n" not in ours and "apt-get install -y --no-install-recommends wordnet-base" in ours
+    assert ours.endswith("(data.noun, index.noun, …).")
+    foreign = preflight._short(RuntimeError("y" * 5000))
+    assert len(foreign) < 700 and foreign.endswith(" …")

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from prior.cli.main import app
-from prior.cli.recipe import TRUST_NOTE, CommandLines
+from prior.cli.recipe import PICK_BY_ID, TRUST_NOTE, CommandLines
 from prior.featurestore import open_store
 from prior.featurestore import recipe as rc
 from prior.featurestore.catalog import CATALOG, record_checksum
@@ -42,7 +42,9 @@ def test_the_command_line_renderer_writes_prior_build_lines() -> None:
     assert CommandLines().entry_pick(EntryPick("dep", {"nu": 0.25, "compare": "exact"}, "abcdef012345")) == \
         "-o dep.compare=exact -o dep.nu=0.25 or --entry abcdef012345"
     assert CommandLines().entry_pick(EntryPick("dep", {}, "abc")) == "--entry abc"
-    assert CommandLines().parse_pick("spacy:my model", "p1") == "--parser 'spacy:my model'"
+    assert CommandLines().parse_pick("spacy:en_core_web_sm", "p1") == "--parser spacy:en_core_web_sm"
+    # a spec that would load code (a spaCy model folder may hold code) is picked by id instead
+    assert CommandLines().parse_pick("spacy:my model", "p1") == "--parse p1" + PICK_BY_ID
     assert CommandLines().parse_pick(None, "p1") == "--parse p1"
 
 

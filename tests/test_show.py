@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,19 @@ def test_show_cli_prints_words_and_matrix_and_plots(store_path: Path, tmp_path: 
     first_row = [line for line in result.output.splitlines() if line.startswith(rec["words_a"][0] + " ")]
     assert first_row, result.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_plot_errors_are_one_line_and_print_no_matrix(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = str(open_store(store_path, create=False).pair_rows("sick", "trial")["row"][0])
+    args = ["show", "--dataset", "sick", "--pair", first, "--split", "trial", "--feature", "dep",
+            "--store", str(store_path), "--plot"]
+    result = CliRunner().invoke(app(), [*args, "/proc/x.png"])
+    assert result.exit_code == 1 and result.output.strip().splitlines() == [
+        result.output.strip()] and "--plot /proc/x.png: cannot write the image" in result.output, result.output
+    monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)  # not installed
+    result = CliRunner().invoke(app(), [*args, "heat.png"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "pip install 'prior[plot]'" in result.output
 
 
 def test_show_pair_by_key_prefix_and_sdoi(store_path: Path) -> None:

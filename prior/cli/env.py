@@ -132,7 +132,7 @@ def wordnet_lines() -> list[tuple[str, str]]:
         files = wndb_dir()
         version = wordnet_version()
     except (PriorError, LookupError, OSError) as exc:
-        return [("wordnet", f"{MISSING} (not found): {str(exc).splitlines()[0]}")]
+        return [("wordnet", f"{MISSING} (not found): {' '.join(str(exc).split())}")]
     table = cache_dir(version)
     return [("wordnet", f"{files or 'a zipped nltk corpus'} ({version})"),
             ("wordnet hierarchy table", f"{table} ({'built' if (table / 'meta.json').is_file() else 'built on first use'})")]

@@ -25,7 +25,8 @@ from prior.errors import PriorError
 
 class PriorGroup(TyperGroup):
     """The top-level command: before any command runs, loads the entry points and imports each
-    ``--code FILE.py``, wherever it stands on the line (`prior.cli.plugins`). Every command's help
+    ``--code FILE.py`` typed as an option, wherever it stands on the line (never a value of
+    another option: `prior.cli.plugins`). Every command's help
     lists ``--code`` too."""
 
     def __init__(self, **kw: Any) -> None:
@@ -38,7 +39,7 @@ class PriorGroup(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context (typer vendors click)
         try:
-            args = load_user_code(args)
+            args = load_user_code(args, self)
         except PriorError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None

@@ -201,6 +201,9 @@ def plot_pair(view: PairView, path: str | os.PathLike[str], *, dpi: int = 120) -
     fig.suptitle(f"{view.dataset}/{view.split} row {view.row}: {view.feature}\n{view.entry_line}", fontsize=9)
     fig.tight_layout()
     out = Path(path).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=dpi)
+    except (OSError, ValueError) as exc:  # an unwritable place, an image format matplotlib lacks
+        raise PriorError(f"--plot {path}: cannot write the image ({getattr(exc, 'strerror', None) or exc})") from None
     return out

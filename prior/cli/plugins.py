@@ -72,9 +72,14 @@ def _importable_by_name(file: Path) -> None:
         sys.path.append(folder)
 
 
-def split_code_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(files of every ``--code FILE`` / ``--code=FILE``, the other arguments), anywhere on the
-    line before a ``--``."""
+def split_code_args(args: Sequence[str], command: Any = None) -> tuple[list[str], list[str]]:
+    """(files of every ``--code FILE`` / ``--code=FILE`` the user typed as an option, the other
+    arguments), anywhere on the line before a ``--``.
+
+    ``command``: the click command (group) the line is for. A token that is the value of
+    another option (``--dataset --code=x.py``) is that option's value, never a ``--code``: the
+    options of ``command`` and of each subcommand named on the line say which take a value.
+    Without ``command`` every option is taken to be a flag."""
     files: list[str] = []
     rest: list[str] = []
     items = list(args)
@@ -92,10 +97,28 @@ def split_code_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
             continue
         if arg.startswith(CODE_FLAG + "="):
             files.append(arg.split("=", 1)[1])
-        else:
-            rest.append(arg)
+            i += 1
+            continue
+        rest.append(arg)
+        if arg.startswith("-") and _takes_value(command, arg) and i + 1 < len(items):
+            rest.append(items[i + 1])  # that option's value, whatever it looks like
+            i += 2
+            continue
+        if not arg.startswith("-") and command is not None:
+            command = getattr(command, "commands", {}).get(arg, command)  # a subcommand's own options
         i += 1
     return files, rest
+
+
+def _takes_value(command: Any, token: str) -> bool:
+    """Whether ``token`` is an option of ``command`` that reads the next token as its value
+    (not a flag, not ``--name=value``)."""
+    if command is None or (token.startswith("--") and "=" in token):
+        return False
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", None) == "option" and token in (*param.opts, *param.secondary_opts):
+            return not getattr(param, "is_flag", False) and not getattr(param, "count", False)
+    return False
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -144,10 +167,10 @@ def _lazy_factory(ep: metadata.EntryPoint) -> Callable[[Any], list[Any]]:
     return factory
 
 
-def load_user_code(args: Sequence[str]) -> list[str]:
-    """What the ``prior`` command does first: the entry points, then each ``--code`` file;
-    returns ``args`` without the ``--code`` options."""
-    files, rest = split_code_args(args)
+def load_user_code(args: Sequence[str], command: Any = None) -> list[str]:
+    """What the ``prior`` command does first: the entry points, then each ``--code`` file the
+    user typed (:func:`split_code_args`); returns ``args`` without the ``--code`` options."""
+    files, rest = split_code_args(args, command)
     load_entry_points()
     for file in files:
         import_code(file)

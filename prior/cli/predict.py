@@ -55,7 +55,11 @@ def _sink(out: Path | None) -> Iterator[IO[str]]:
     if out is None:
         yield sys.stdout
         return
-    with out.open("w", encoding="utf-8", newline="") as fh:
+    try:
+        fh = out.open("w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise PriorError(f"--out {out}: cannot write it ({exc.strerror or exc})") from None
+    with fh:
         yield fh
 
 
@@ -98,6 +102,9 @@ def predict_cmd(
 
     if (a is None) != (b is None):
         raise PriorError("give both --a and --b")
+    for flag, text in (("--a", a), ("--b", b)):
+        if text is not None and not text.strip():
+            raise PriorError(f"{flag} is empty: give the sentence's text")
     if a is not None and file is not None:
         raise PriorError("give --a/--b or --file, not both")
     pairs: list[tuple[str, str]] = []
@@ -108,13 +115,13 @@ def predict_cmd(
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
     model = load_model(checkpoint, store=store_ref(store, storage_option), parser=parser, batch_size=batch_size,
                        workers=workers, builder=build_pairs)
-    if file is not None:
-        run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)
-    elif a is not None and b is not None:
-        run = model.predict_pairs([(a, b)], progress=True)
-    else:  # a pair's row: its line of standard input
-        run = model.predict_pairs(pairs, rows=lines, unit="standard input line", progress=True)
-    with _sink(out) as fh:
+    with _sink(out) as fh:  # opened first: an unwritable --out fails before any work
+        if file is not None:
+            run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)
+        elif a is not None and b is not None:
+            run = model.predict_pairs([(a, b)], progress=True)
+        else:  # a pair's row: its line of standard input
+            run = model.predict_pairs(pairs, rows=lines, unit="standard input line", progress=True)
         write_predictions(run.items, fh, fmt, model.label_names, model.label_kind == "score")
     if run.skipped:
         err_console.print(f"skipped {sum(run.skipped.values())} unusable pair(s): "

@@ -10,47 +10,65 @@ from collections.abc import Mapping
 from typing import Any
 
 from prior.featurestore.recipe import EntryPick, Recipe, set_renderer
+from prior.parser_spec import loads_code
 
 #: appended to a line whose --parser value the store recorded and which loads a pickle (a shell
 #: comment, so the line still runs as printed)
 TRUST_NOTE = ("  # this --parser value comes from the store's records and loads a pickle, "
               "which can run code: run the line only if you made that file")
+#: after the ``--parse ID`` offered for a parse whose recorded spec loads a pickle
+PICK_BY_ID = " (its recorded parser loads a pickle, which can run code: picked by id, nothing is loaded)"
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+#: the `prior build` flag of each reader option and input file a recipe may hold (the recipe's
+#: schema allows no other: `prior.featurestore.recipe.recipe_problem`)
+COLUMN_FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "label_kind": "--label-kind"}
+INPUT_FLAGS = {"embeddings": "--embeddings"}
 
 
 def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    """An option's value as ``-o F.K=V`` writes it: JSON, except a text that reads back as
+    itself (`prior.cli.key_value.parse_value` reads JSON where the text parses, stripped)."""
+    if isinstance(value, str) and value == value.strip():
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value)
+
+
+def _option(flag: str, value: str) -> list[str]:
+    """``flag`` and its value as arguments: one ``flag=value`` argument when the value could be
+    read as an option of its own (it starts with ``-``), so no value ever becomes a flag."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
 
 
 def build_args(recipe: Recipe) -> list[str]:
     """The ``prior build`` arguments (without ``prior build``) of ``recipe``."""
     args: list[str] = []
     if recipe.dataset is not None:
-        args += ["--dataset", recipe.dataset]
+        args += _option("--dataset", recipe.dataset)
     if recipe.name:
-        args += ["--name", recipe.name]
+        args += _option("--name", recipe.name)
     if recipe.data_dir:
-        args += ["--data-dir", recipe.data_dir]
+        args += _option("--data-dir", recipe.data_dir)
     for key, value in recipe.columns.items():
-        args += [_flag(key), "" if value is None else str(value)]
+        args += _option(COLUMN_FLAGS[key], "" if value is None else str(value))
     if recipe.limit is not None:
         args += ["--limit", str(recipe.limit)]
     if recipe.split is not None:
-        args += ["--split", recipe.split]
+        args += _option("--split", recipe.split)
     if recipe.features:
-        args += ["--features", ",".join(f.name for f in recipe.features)]
+        args += _option("--features", ",".join(f.name for f in recipe.features))
     for f in recipe.features:
         for key, value in sorted(f.options.items()):
             args += ["-o", f"{f.name}.{key}={_value(value)}"]
         for key, path in f.inputs.items():
-            args += [_flag(key), path]
+            args += _option(INPUT_FLAGS[key], path)
     if recipe.parser:
-        args += ["--parser", recipe.parser]
+        args += _option("--parser", recipe.parser)
     if recipe.store is not None:
-        args += ["--store", recipe.store]
+        args += _option("--store", recipe.store)
     return args
 
 
@@ -63,13 +81,18 @@ class CommandLines:
 
     def entry_pick(self, pick: EntryPick) -> str:
         options = self.options(pick.feature, pick.options)
-        return (options + " or " if options else "") + f"--entry {pick.entry}"
+        return (options + " or " if options else "") + shlex.join(_option("--entry", pick.entry))
 
     def options(self, feature: str, options: Mapping[str, Any]) -> str:
-        return " ".join(f"-o {feature}.{k}={_value(v)}" for k, v in sorted(options.items()))
+        return shlex.join([arg for k, v in sorted(options.items()) for arg in ("-o", f"{feature}.{k}={_value(v)}")])
 
     def parse_pick(self, parser: str | None, parse: str) -> str:
-        return f"--parser {shlex.quote(parser)}" if parser else f"--parse {parse}"
+        """``--parser SPEC`` for a parse whose recorded spec loads nothing; else ``--parse ID``,
+        which picks the same parse by id without naming the spec (a read never loads a parser):
+        a spec the store recorded that would load a pickle is never offered as a flag."""
+        if parser and not loads_code(parser):
+            return shlex.join(_option("--parser", parser))
+        return shlex.join(["--parse", parse]) + (PICK_BY_ID if parser else "")
 
 
 def install() -> None:

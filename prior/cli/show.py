@@ -32,6 +32,7 @@ def show_cmd(
     params = read_params(feature_param, option, feature_names(feature))
     opened = open_store(store_ref(store, storage_option), create=False)
     view = pair_view(opened, dataset, pair, feature, split=split, request=Request(params=params, entry=entry))
+    written = plot_pair(view, plot) if plot is not None else None  # first: a failure prints no matrix
     console.print(format_pair(view), markup=False, end="")
-    if plot is not None:
-        console.print(f"heatmap written to {plot_pair(view, plot)}", markup=False)
+    if written is not None:
+        console.print(f"heatmap written to {written}", markup=False)

@@ -31,6 +31,7 @@ from typing import Any
 from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.names import file_problem, name_problem
+from prior.featurestore.recipe import options_problem, recorded_recipe_problem
 
 CATALOG = "catalog"
 SEGMENTS = "segments"
@@ -104,6 +105,16 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
     for what, value in _NAMED[kind](target) if kind in _NAMED else []:
         if (problem := name_problem(value)) is not None:
             return f"has a {what} name {value!r} that {problem}"
+    meta = raw.get("meta") or {}
+    if not isinstance(meta, dict):
+        return "has a meta field that is not an object"
+    if kind == "feature" and target.get("options") is not None and (
+            problem := options_problem(target["options"])) is not None:
+        return f"records options that {problem}"
+    for holder in (meta, target):  # a pairs segment's recipe, a feature entry's
+        options = holder.get("options")
+        if (problem := recorded_recipe_problem(holder, options if isinstance(options, dict) else None)) is not None:
+            return problem
     return None
 
 

@@ -17,13 +17,22 @@ instead (``"build_args"``); :func:`recipe_from_build_args` reads that frozen his
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-#: a file's reader options when not told otherwise (GLUE-style column names)
+from prior.featurestore.names import name_problem
+from prior.parser_spec import ParserSpec, ParserSpecError
+
+#: a file's reader options when not told otherwise (GLUE-style column names); the only reader
+#: options a recipe may record
 DEFAULT_COLUMNS: dict[str, str | None] = {"text_a": "sentence1", "text_b": "sentence2", "label": "label",
                                           "label_kind": "class"}
+LABEL_KINDS = ("class", "score")
+#: the input files a feature's recipe may record
+INPUT_FILES = ("embeddings",)
 
 
 @dataclass(frozen=True)
@@ -101,11 +110,145 @@ class Recipe:
 
 def read_recorded(record: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> Recipe | None:
     """The recipe a segment's metadata or an entry's target records: its ``"recipe"``, else
-    its historic ``"build_args"`` (``options``: the entry's recorded options), else None."""
+    its historic ``"build_args"`` (``options``: the entry's recorded options), else None.
+    A recorded recipe that fails :func:`recorded_recipe_problem` is None too: nothing read from
+    a store is rendered unchecked (the catalog reports such a record as damaged)."""
+    if recorded_recipe_problem(record, options) is not None:
+        return None
     if isinstance(value := record.get("recipe"), Mapping):
         return Recipe.from_dict(value)
     if args := record.get("build_args"):
         return recipe_from_build_args([str(a) for a in args], options)
+    return None
+
+
+# --------------------------------------------------------------------------- checking recorded recipes
+# A store is data someone may hand you: a recipe it records is rendered into lines a user runs,
+# so every recorded value is checked against the schema before anything renders it.
+_RECIPE_FIELDS = frozenset({"dataset", "name", "data_dir", "columns", "split", "limit", "features", "parser",
+                            "store"})
+_FEATURE_FIELDS = frozenset({"name", "options", "inputs"})
+_FEATURE_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
+_OPTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_SPLIT = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+-]*(,[A-Za-z0-9_+][A-Za-z0-9_.+-]*)*")
+MAX_TEXT = 4096
+
+
+def text_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a recorded path, name or column (a non-empty string of at most
+    :data:`MAX_TEXT` characters, no control character, not starting with ``-``), or None."""
+    if not isinstance(value, str):
+        return f"is a {type(value).__name__}, not a string"
+    if not value or len(value) > MAX_TEXT:
+        return "is empty" if not value else f"is longer than {MAX_TEXT} characters"
+    if value.startswith("-"):
+        return "starts with '-'"
+    if _has_control(value):
+        return "holds a control character"
+    return None
+
+
+def _option_value_problem(value: object) -> str | None:
+    """Feature options take single values: JSON scalars, texts without control characters."""
+    if value is None or isinstance(value, bool | int | float):
+        return None
+    if isinstance(value, str):
+        return "holds a control character" if _has_control(value) else None
+    return f"is a {type(value).__name__}, not a single value"
+
+
+def _has_control(value: str) -> bool:
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value)
+
+
+def options_problem(options: object) -> str | None:
+    """What is wrong with a feature's recorded options (option names by their pattern; values
+    JSON scalars, texts without control characters), or None."""
+    if not isinstance(options, Mapping):
+        return "are not an object"
+    for key, value in options.items():
+        if not isinstance(key, str) or not _OPTION_NAME.fullmatch(key):
+            return f"name {key!r}, which is no option name"
+        if (problem := _option_value_problem(value)) is not None:
+            return f"give {key} a value that {problem}"
+    return None
+
+
+def _feature_problem(raw: object) -> str | None:
+    if not isinstance(raw, Mapping):
+        return "is not an object"
+    if unknown := set(raw) - _FEATURE_FIELDS:
+        return f"has unknown field(s) {sorted(map(str, unknown))}"
+    name = raw.get("name")
+    if not isinstance(name, str) or not _FEATURE_NAME.fullmatch(name):
+        return f"has a name {name!r} that is no feature name"
+    if (problem := options_problem(raw.get("options") or {})) is not None:
+        return f"has options that {problem}"
+    inputs = raw.get("inputs") or {}
+    if not isinstance(inputs, Mapping):
+        return "has inputs that are not an object"
+    for key, value in inputs.items():
+        if key not in INPUT_FILES:
+            return f"has an input {key!r} that is none of {', '.join(INPUT_FILES)}"
+        if (problem := text_problem(value)) is not None:
+            return f"has an input {key} whose value {problem}"
+    return None
+
+
+def recipe_problem(raw: object) -> str | None:
+    """What is wrong with a recipe's JSON form (:meth:`Recipe.to_dict`) as a store recorded
+    it, or None: known fields only; the dataset, data dir, store and columns plain texts (no
+    control character, none starting with ``-``); reader options among
+    :data:`DEFAULT_COLUMNS`; names, splits and feature and option names by their patterns; a
+    positive limit; a parser spec that parses."""
+    if not isinstance(raw, Mapping):
+        return "is not an object"
+    if unknown := set(raw) - _RECIPE_FIELDS:
+        return f"has unknown field(s) {sorted(map(str, unknown))}"
+    for key in ("dataset", "name", "data_dir", "store", "parser"):
+        if key in raw and (problem := text_problem(raw[key])) is not None:
+            return f"has a {key} that {problem}"
+    if "name" in raw and (problem := name_problem(raw["name"])) is not None:
+        return f"has a name that {problem}"
+    if "parser" in raw:
+        try:
+            ParserSpec.parse(raw["parser"])
+        except ParserSpecError:
+            return f"has a parser {raw['parser']!r} that is no parser spec"
+    if "split" in raw and not (isinstance(raw["split"], str) and _SPLIT.fullmatch(raw["split"])):
+        return f"has a split {raw['split']!r} that is no split name"
+    if "limit" in raw and not (type(raw["limit"]) is int and raw["limit"] > 0):
+        return f"has a limit {raw['limit']!r} that is no positive integer"
+    columns = raw.get("columns") or {}
+    if not isinstance(columns, Mapping):
+        return "has columns that are not an object"
+    for key, value in columns.items():
+        if key not in DEFAULT_COLUMNS:
+            return f"has a reader option {key!r} that is none of {', '.join(DEFAULT_COLUMNS)}"
+        if value is not None and (problem := text_problem(value)) is not None:
+            return f"has a column {key} that {problem}"
+        if key == "label_kind" and value not in LABEL_KINDS:
+            return f"has a label_kind {value!r} that is none of {', '.join(LABEL_KINDS)}"
+    features = raw.get("features") or []
+    if not isinstance(features, list):
+        return "has features that are not a list"
+    for f in features:
+        if (problem := _feature_problem(f)) is not None:
+            return f"has a feature that {problem}"
+    return None
+
+
+def recorded_recipe_problem(record: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> str | None:
+    """What is wrong with the recipe a segment's metadata or an entry's target records (its
+    ``"recipe"``, else its historic ``"build_args"``), or None (also when it records none)."""
+    if "recipe" in record:
+        problem = recipe_problem(record["recipe"])
+        return None if problem is None else f"records a recipe that {problem}"
+    if args := record.get("build_args"):
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            return "records build arguments that are not a list of strings"
+        problem = recipe_problem(recipe_from_build_args(args, options).to_dict())
+        return None if problem is None else f"records build arguments whose recipe {problem}"
     return None
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from prior.errors import ResourceError
+from prior.errors import PriorError, ResourceError
 from prior.paths import positive_number
 
 if TYPE_CHECKING:
@@ -40,7 +40,13 @@ def scheduler_timeout() -> float:
 
 
 def _short(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    """``exc`` on one line. Our own errors are kept whole (their last lines say what to do, e.g.
+    WordNet's install line); another library's message is cut at :data:`MAX_FOREIGN` characters."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if isinstance(exc, PriorError) or len(text) <= MAX_FOREIGN else text[:MAX_FOREIGN] + " …"
+
+
+MAX_FOREIGN = 600
 
 
 def connect(address: str) -> Any:

@@ -51,8 +51,8 @@ DEBIAN_DIR = Path("/usr/share/wordnet")
 LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
 INSTALL_HINT = (
     "Install WordNet 3.0 one of these ways:\n"
-    "  apt-get install -y --no-install-recommends wordnet-base   (Debian/Ubuntu, offline mirror)\n"
-    "  python -m nltk.downloader wordnet                          (needs network)\n"
+    "  apt-get install -y --no-install-recommends wordnet-base   (Debian/Ubuntu, offline mirror);\n"
+    "  python -m nltk.downloader wordnet                          (needs network);\n"
     f"or point {ENV_DIR} at a WordNet dict directory (data.noun, index.noun, …)."
 )
 
