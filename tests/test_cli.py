@@ -66,12 +66,18 @@ def test_cli_datasets_and_env(tmp_path, monkeypatch):
 
 
 def test_cli_env_says_how_to_install_missing_wordnet(tmp_path, monkeypatch):
-    """The line for a missing resource holds what to do (the summary line points at it)."""
-    monkeypatch.setenv("PRIOR_WORDNET_DIR", str(tmp_path / "none"))
-    env = runner.invoke(app, ["env"], terminal_width=200)
-    (line,) = [x for x in env.output.splitlines() if x.startswith("wordnet ")]
+    """The line for a missing resource holds what to do (the summary line points at it). In a
+    fresh process: one that has loaded WordNet reads it from nltk's data path first."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PRIOR_HOME": str(tmp_path / "home"), "PRIOR_WORDNET_DIR": str(tmp_path / "none"),
+           "COLUMNS": "400"}
+    out = subprocess.run([sys.executable, "-m", "prior.cli.main", "env"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    (line,) = [x for x in out.splitlines() if x.startswith("wordnet ")]
     assert "MISSING" in line and "apt-get install -y --no-install-recommends wordnet-base" in line
-    assert "python -m nltk.downloader wordnet" in line and "MISSING: wordnet" in env.output
+    assert "python -m nltk.downloader wordnet" in line and "MISSING: wordnet" in out
 
 
 def test_cli_datasets_fits_80_columns_without_cutting_a_path(monkeypatch):
