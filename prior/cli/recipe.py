@@ -22,7 +22,7 @@ PICK_BY_ID = " (its recorded parser loads a pickle, which can run code: picked b
 
 #: the `prior build` flag of each reader option and input file a recipe may hold (the recipe's
 #: schema allows no other: `prior.featurestore.recipe.recipe_problem`)
-COLUMN_FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "label_kind": "--label-kind"}
+COLUMN_FLAGS = {key: "--" + key.replace("_", "-") for key in ("text_a", "text_b", "label", "label_kind")}
 INPUT_FLAGS = {"embeddings": "--embeddings"}
 
 
@@ -72,8 +72,20 @@ def build_args(recipe: Recipe) -> list[str]:
     return args
 
 
+#: options whose flag is not ``--`` + the parameter's name in kebab case
+OPTION_FLAGS = {"feature_options": "-o", "option": "-o"}
+
+
+def flag_of(name: str) -> str:
+    """The command line's flag of the option whose Python name is ``name``."""
+    return OPTION_FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
 class CommandLines:
-    """Recipes as ``prior build`` lines; picks as read flags."""
+    """Recipes as ``prior build`` lines; picks as read flags; option names as flags."""
+
+    def option(self, name: str, value: str | None = None) -> str:
+        return flag_of(name) if value is None else shlex.join(_option(flag_of(name), value))
 
     def recipe(self, recipe: Recipe) -> str:
         line = shlex.join(["prior", "build", *build_args(recipe)])
