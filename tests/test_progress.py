@@ -49,3 +49,70 @@ def test_progress_parser_eval_reports_blocks_of_sentences() -> None:
     scores = evaluate_parser(_Chain(), gold, lambda *a: calls.append(a))
     assert calls == [("parse", PROGRESS_SENTENCES, len(gold), ""), ("parse", len(gold), len(gold), "")]
     assert scores["full"].uas == 100.0 and scores["full"].las == 50.0
+
+
+def test_progress_recent_rate_is_the_last_window_up_to_now() -> None:
+    """Work that arrives in blocks: the rate is the window's average, taken up to now, never
+    the rate between the two last reports (2,000 items 0.1 s apart read as 20,000/s)."""
+    from prior.progress import RecentRate
+
+    rate = RecentRate(window=60, now=0.0)
+    rate.observe(2000, now=30.0)
+    rate.observe(4000, now=30.1)  # two partitions finish together
+    assert rate.rate(now=30.1) == pytest.approx(4000 / 30.1)
+    assert rate.remaining(6000, now=30.1) == pytest.approx(6000 / (4000 / 30.1))
+    # later with nothing new: the rate falls instead of keeping the burst's
+    assert rate.rate(now=60.0) == pytest.approx(4000 / 60)
+    assert rate.rate(now=75.0) == pytest.approx((4000 - 1000) / 60)  # 1,000 done by 15 s, as the block ran
+    assert rate.rate(now=100.0) == 0.0 and rate.remaining(10, now=100.0) is None
+    # the window's start falls between two samples: the count there is interpolated
+    steady = RecentRate(window=10, now=0.0)
+    for t in range(1, 31):
+        steady.observe(100 * t, now=float(t))
+    assert steady.rate(now=30.0) == pytest.approx(100.0)
+
+
+def test_progress_plain_lines_when_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output that is not a terminal (a batch job's log) gets plain lines: one when a stage
+    starts, one per interval while it runs (done/total, rate, time left), one when it is done."""
+    import time
+
+    from prior.progress import PlainLines, bars
+
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "0")
+    monkeypatch.setenv("PRIOR_PROGRESS_INTERVAL", "0.05")
+    sink = io.StringIO()
+    with bars(console=Console(file=sink, force_terminal=False)) as progress:
+        assert isinstance(progress, PlainLines)
+        task = progress.add_task("parse", total=4000, info="")
+        progress.advance(task, 1000)
+        time.sleep(0.3)
+        progress.update(task, completed=4000, info="loss 0.5")
+    lines = sink.getvalue().splitlines()
+    assert lines[0] == "parse: started 0/4,000 (0%)"
+    running = [line for line in lines if line.startswith("parse: 1,000/4,000 (25%), ")]
+    assert len(running) >= 2 and all(line.endswith(" left") and "/s, " in line for line in running)
+    assert lines[-1].startswith("parse: done 4,000/4,000 (100%), in 0:00:00, ") and lines[-1].endswith("loss 0.5")
+    assert "\x1b" not in sink.getvalue()  # no terminal codes in a log
+
+
+def test_progress_plain_lines_are_what_stage_bars_write_to_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "0")
+    sink = io.StringIO()
+    with stage_bars(console=Console(file=sink, force_terminal=False)) as report:
+        report("train", 5, 10, "loss 0.7")
+        report("train", 10, 10, "loss 0.6")
+    assert sink.getvalue().splitlines() == ["train: started 5/10 (50%), loss 0.7",
+                                            sink.getvalue().splitlines()[1]]
+    assert sink.getvalue().splitlines()[1].startswith("train: done 10/10 (100%), in ")
+
+
+def test_progress_interval_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prior.errors import DataError
+    from prior.progress import bars
+
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "0")
+    monkeypatch.setenv("PRIOR_PROGRESS_INTERVAL", "often")
+    with pytest.raises(DataError, match="PRIOR_PROGRESS_INTERVAL='often' is not a number of seconds"), \
+            bars(console=Console(file=io.StringIO(), force_terminal=False)):
+        pass
