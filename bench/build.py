@@ -60,12 +60,13 @@ def stage_rates(report: object) -> tuple[dict, float]:
 
 def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
               parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto") -> dict:
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    report = build(*options_from(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
-                                limit=limit, workers=workers, scheduler=scheduler, progress=False,
-                                parse_device=parse_device))
+    report = build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit),
+                   RunOptions(store=str(store), workers=workers, scheduler=scheduler, progress=False,
+                              parse_device=parse_device))
     wall, driver_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     pairs = sum(s.pairs for s in report.splits)
     stages, processing = stage_rates(report)
@@ -82,7 +83,7 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
                          store: Path, repeats: int = 3) -> dict:
     """Wall time of rerunning the same build through the CLI (what a user waits for); the
     default parser is left to the CLI's default, as a user types it."""
-    from prior.pipeline.build import DEFAULT_PARSER
+    from prior.pipeline.build_options import DEFAULT_PARSER
 
     cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
            "--features", ",".join(features), "--store", str(store),
@@ -93,11 +94,12 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PRIOR_NO_PROGRESS="1"))
         times.append(time.perf_counter() - t0)
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     t0 = time.perf_counter()
-    build(*options_from(dataset=dataset, splits=splits, features=features, store=str(store), parser=parser,
-                       limit=limit, workers=2, progress=False))
+    build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit),
+          RunOptions(store=str(store), workers=2, progress=False))
     return {"cli_median_s": round(statistics.median(times), 2), "in_process_s": round(time.perf_counter() - t0, 2)}
 
 
@@ -107,23 +109,18 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
     user who keeps a cluster up between builds: workers started, and their models loaded by an
     earlier build of other data (100 MRPC pairs; SICK pairs when measuring MRPC). Measures the
     pipeline without the per-process start-up (Python imports, spaCy model, WordNet)."""
-    import logging
+    from prior.pipeline.build_options import RunOptions
+    from prior.pipeline.runner import Runner
 
-    import dask
-    from distributed import Client, LocalCluster
-
-    from prior.pipeline.startup import local_cluster_config
-
-    # configured as the build's own workers (glibc's malloc defaults), as README advises for a
-    # cluster kept up for builds
-    with dask.config.set(local_cluster_config()), \
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
-                         silence_logs=logging.ERROR) as cluster, Client(cluster):
+    # the cluster a build starts for itself, kept up for both builds
+    with Runner(RunOptions(workers=workers)) as runner:
+        runner.start()
+        address = runner.address
         other, other_splits = ("mrpc", ("train",)) if dataset != "mrpc" else ("sick", ("trial",))
         run_build(other, other_splits, 100, workers, features, parser, root / f"warmup-{workers}",
-                  scheduler=cluster.scheduler_address, parse_device=parse_device)
+                  scheduler=address, parse_device=parse_device)
         return run_build(dataset, splits, limit, workers, features, parser, root / f"{dataset}-{workers}-warm",
-                         scheduler=cluster.scheduler_address, parse_device=parse_device)
+                         scheduler=address, parse_device=parse_device)
 
 
 def median_run(repeat: int, run: Callable[[int], dict]) -> dict:

@@ -7,7 +7,7 @@ Every split of every dataset in the data dir (SNLI copy, MRPC, STS-B, QNLI, RTE,
 Twitter-URL; not SICK-R, which repeats SICK's sentences) goes into one fresh store with the
 default parser and features (biaffine; dep, sdoi, wup), one `prior build` per dataset as a user
 would run them, all on one local Dask cluster started exactly as `prior build` starts its own
-(`prior.pipeline.build._Runner`: same worker environment), so the cluster's start-up is paid once.
+(`prior.pipeline.runner.Runner`: the same workers a build starts), so the cluster's start-up is paid once.
 
 Runs, each cold (new cluster, new store): a subset of about ``--subset-pairs`` pairs (every
 split cut to its first N pairs, N chosen so the total comes near the target) and all pairs,
@@ -80,28 +80,31 @@ def _peak_rss_mib() -> float:
 def run_all(counts: dict[str, dict[str, int]], limit: int | None, workers: int, features: tuple[str, ...],
             parser: str, store: Path, parse_device: str) -> dict[str, Any]:
     """One cold cluster, one build per dataset into ``store``; see module docstring."""
-    from prior.pipeline.build import _Runner, build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
+    from prior.pipeline.runner import Runner
 
     t0 = time.perf_counter()
-    runner = _Runner(*options_from(dataset="all", features=features, store=str(store), parser=parser,
-                                  workers=workers, progress=False, parse_device=parse_device))
+    runner = Runner(RunOptions(workers=workers))
     builds = []
     try:
-        runner._start()
+        client = runner.start()
+        assert client is not None
         cluster_s = time.perf_counter() - t0
-        address = runner.cluster.scheduler_address
+        address = runner.address
         for dataset, splits in counts.items():
             b0 = time.perf_counter()
-            report = build(*options_from(dataset=dataset, splits=tuple(splits), features=features, store=str(store),
-                                        parser=parser, limit=limit, workers=workers, scheduler=address,
-                                        progress=False, parse_device=parse_device))
+            report = build(BuildOptions(dataset=dataset, splits=tuple(splits), features=features, parser=parser,
+                                        limit=limit),
+                           RunOptions(store=str(store), workers=workers, scheduler=address, progress=False,
+                                      parse_device=parse_device))
             stages, processing = stage_rates(report)
             pairs = sum(s.pairs for s in report.splits)
             builds.append({"dataset": dataset, "pairs": pairs, "wall_s": round(time.perf_counter() - b0, 2),
                            "processing_s": round(processing, 2), "stages": stages})
             print(f"  {dataset:<11} {pairs:>6} pairs  {builds[-1]['wall_s']:>7} s  parse "
                   f"{stages['parse']['per_s']} sentences/s", flush=True)
-        rss = runner.client.run(_peak_rss_mib)
+        rss = client.run(_peak_rss_mib)
     finally:
         runner.close()
     wall = time.perf_counter() - t0

@@ -45,13 +45,13 @@ PARSER: str | None = None  # --parser; None: the build's default
 
 def _build(store: Path, features: tuple[str, ...], workers: int, pairs: int,
            embeddings: Path | None = None, scheduler: str | None = None) -> Any:
-    from prior.pipeline.build import DEFAULT_PARSER, build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import DEFAULT_PARSER, BuildOptions, RunOptions
 
     per_split = -(-pairs // 2)
-    return build(*options_from(dataset="snli", splits=("dev", "test"), features=features,
-                              store=str(store), limit=per_split, workers=workers,
-                              scheduler=scheduler, embeddings=embeddings, progress=False,
-                              parser=PARSER or DEFAULT_PARSER))
+    return build(BuildOptions(dataset="snli", splits=("dev", "test"), features=features, limit=per_split,
+                              embeddings=embeddings, parser=PARSER or DEFAULT_PARSER),
+                 RunOptions(store=str(store), workers=workers, scheduler=scheduler, progress=False))
 
 
 class _Cluster:

@@ -54,14 +54,16 @@ def main() -> None:
 
     s3fs.S3FileSystem._call_s3 = counted  # type: ignore[method-assign]
     from prior.featurestore import StoreRef
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     try:
         for run in ("fresh build", "no-op rebuild"):
             counts.clear()
-            build(*options_from(dataset=args.dataset, splits=(args.split,), features=tuple(args.features.split(",")),
-                               store=StoreRef(f"s3://{bucket}/store", options), parser="spacy", limit=args.limit,
-                               workers=0, partition_size=args.partition_size, progress=False))
+            build(BuildOptions(dataset=args.dataset, splits=(args.split,), features=tuple(args.features.split(",")),
+                               parser="spacy", limit=args.limit),
+                  RunOptions(store=StoreRef(f"s3://{bucket}/store", options), workers=0,
+                             partition_size=args.partition_size, progress=False))
             detail = ", ".join(f"{op} {n}" for op, n in counts.most_common())
             print(f"{run}: {sum(counts.values())} requests ({detail})")
     finally:

@@ -119,20 +119,20 @@ def build_here(path: Path, store: Path, workers: int, parser: str | None) -> dic
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from build import stage_rates  # bench/build.py
 
-    from prior.pipeline.build import _Runner, build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
+    from prior.pipeline.runner import Runner
 
-    opts: dict[str, Any] = dict(dataset=str(path), name=NAME, features=FEATURES, store=str(store),
-                                workers=workers, progress=False)
+    options = BuildOptions(dataset=str(path), name=NAME, features=FEATURES)
     if parser:
-        opts["parser"] = parser
+        options.parser = parser
     t0 = time.perf_counter()
-    runner = _Runner(*options_from(**opts))
-    try:
-        runner._start()
-        report = build(*options_from(**opts, scheduler=runner.cluster.scheduler_address))
-        rss = runner.client.run(_peak_rss_mib)
-    finally:
-        runner.close()
+    with Runner(RunOptions(workers=workers)) as runner:
+        client = runner.start()
+        assert client is not None
+        report = build(options, RunOptions(store=str(store), workers=workers, scheduler=runner.address,
+                                           progress=False))
+        rss = client.run(_peak_rss_mib)
     wall = time.perf_counter() - t0
     stages, processing = stage_rates(report)
     pairs = sum(s.pairs for s in report.splits)

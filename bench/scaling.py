@@ -9,7 +9,7 @@ Three measurements, each the median of ``--repeat`` runs:
 1. **The machine's own ceiling**: the same CPU-bound jobs (a pure-Python loop; numpy matrix
    products) in 1 and 2 processes, nothing else running. No build can scale better.
 2. **A build's fixed start-up per worker**: what `prior build --workers N` pays before its first
-   sentence is parsed, in the build's own code (`prior.pipeline.build._Runner`): the Dask cluster
+   sentence is parsed, in the build's own code (`prior.pipeline.runner.Runner`): the Dask cluster
    until its workers are up, then loading the parser in each worker (imports, spaCy's model,
    one sentence). The workers start side by side, so with 2 workers this costs as much wall
    time as with 1: it does not shrink with more workers.
@@ -86,21 +86,19 @@ def _load_parser(spec: str) -> float:
 def worker_startup(workers: int, parser: str, repeat: int) -> dict[str, float]:
     """The build's fixed start-up with ``workers`` local workers: cluster up, then the slowest
     worker's parser load (median over runs)."""
-    from prior.pipeline.build import _Runner, options_from
+    from prior.pipeline.build_options import RunOptions
+    from prior.pipeline.runner import Runner
 
     clusters, loads = [], []
     for _ in range(repeat):
-        runner = _Runner(*options_from(dataset="snli", features=("sdoi",), store="unused", parser=parser,
-                                      workers=workers, progress=False))
-        try:
+        with Runner(RunOptions(workers=workers)) as runner:
             t0 = time.perf_counter()
-            runner._start()
+            client = runner.start()
+            assert client is not None
             clusters.append(time.perf_counter() - t0)
-            names = list(runner.client.scheduler_info()["workers"])
-            futures = [runner.client.submit(_load_parser, parser, workers=[w], pure=False) for w in names]
+            names = list(client.scheduler_info()["workers"])
+            futures = [client.submit(_load_parser, parser, workers=[w], pure=False) for w in names]
             loads.append(max(f.result() for f in futures))
-        finally:
-            runner.close()
     cluster, load = statistics.median(clusters), statistics.median(loads)
     return {"cluster_s": round(cluster, 3), "parser_load_s": round(load, 3), "total_s": round(cluster + load, 3)}
 

@@ -23,16 +23,16 @@ from prior.featurestore import open_store
 from prior.featurestore.catalog import new_segment_id
 from prior.featurestore.lease import MAX_SECONDS
 from prior.featurestore.maintenance import gc_store, verify_store
-from prior.pipeline.build import BuildOptions, RunOptions, _log_to_file, build, options_from
+from prior.pipeline.build import build
+from prior.pipeline.build_options import BuildOptions, RunOptions
+from prior.pipeline.runner import log_to_file
 
 runner = CliRunner()
 
 
 def _opts(store: Path, **kw) -> tuple[BuildOptions, RunOptions]:
-    base = dict(dataset="snli", splits=("test",), features=("sdoi",), store=str(store), parser="spacy", limit=12,
-                workers=0, progress=False)
-    base.update(kw)
-    return options_from(**base)
+    what = dict(dataset="snli", splits=("test",), features=("sdoi",), parser="spacy", limit=12) | kw
+    return BuildOptions(**what), RunOptions(store=str(store), workers=0, progress=False)
 
 
 def _frame(location: Path) -> list[dict]:
@@ -185,7 +185,7 @@ def test_dask_log_goes_to_a_file_not_the_terminal(tmp_path, capfd):
     stream = logging.StreamHandler(sys.stderr)
     logging.getLogger("distributed").addHandler(stream)
     try:
-        _log_to_file(str(tmp_path / "logs" / "dask.log"))
+        log_to_file(str(tmp_path / "logs" / "dask.log"))
         logger.error("Compute Failed\nTraceback: boom")
         assert "Compute Failed" not in capfd.readouterr().err
         assert "Compute Failed" in (tmp_path / "logs" / "dask.log").read_text()

@@ -14,17 +14,18 @@ import pytest
 
 from prior.errors import NotFoundError, PriorError
 from prior.featurestore import StoreRef, open_store
-from prior.pipeline.build import BuildOptions, RunOptions, _partitions, build, options_from
+from prior.pipeline.build import build
+from prior.pipeline.build_options import BuildOptions, RunOptions
 from prior.pipeline.features.sdoi import sdoi_mask
 from prior.pipeline.parsers import get_parser
+from prior.pipeline.partitions import partitions
 
 
-def _opts(store, **kw) -> tuple[BuildOptions, RunOptions]:
-    base = dict(dataset="snli", splits=("test",), features=("sdoi",),
-                store=store if isinstance(store, StoreRef) else str(store), parser="spacy",
-                limit=12, workers=0, progress=False)
-    base.update(kw)
-    return options_from(**base)
+def _opts(store, *, workers=0, scheduler=None, partition_size=2000, **kw) -> tuple[BuildOptions, RunOptions]:
+    what = dict(dataset="snli", splits=("test",), features=("sdoi",), parser="spacy", limit=12) | kw
+    return BuildOptions(**what), RunOptions(store=store if isinstance(store, StoreRef) else str(store),
+                                            workers=workers, scheduler=scheduler, partition_size=partition_size,
+                                            progress=False)
 
 
 def _frame_rows(store_dir, feature="sdoi", dataset="snli", split="test"):
@@ -35,7 +36,7 @@ def _frame_rows(store_dir, feature="sdoi", dataset="snli", split="test"):
 @pytest.mark.parametrize(("n", "workers", "size"), [(9842, 2, 2000), (6077, 2, 2000), (2000, 1, 2000),
                                                      (9842, 3, 2000), (799, 2, 2000), (3, 2, 2000), (5, 4, 2)])
 def test_partitions_cover_items_in_order_and_balance_workers(n, workers, size):
-    parts = _partitions(list(range(n)), workers, size)
+    parts = partitions(list(range(n)), workers, size)
     assert [i for p in parts for i in p] == list(range(n))
     assert max(map(len, parts)) <= size and max(map(len, parts)) - min(map(len, parts)) <= 1
     assert len(parts) % workers == 0 or len(parts) == n  # equal share per worker unless items are too few
@@ -47,7 +48,7 @@ def test_partitions_cover_items_in_order_and_balance_workers(n, workers, size):
 def test_weighted_partitions_balance_cost_not_count(n, workers, size):
     rng = random.Random(n)
     weights = [rng.choice([20, 40, 60, 300]) + 23 for _ in range(n)]
-    parts = _partitions(list(range(n)), workers, size, weights)
+    parts = partitions(list(range(n)), workers, size, weights)
     assert [i for p in parts for i in p] == list(range(n)) and all(parts)
     assert len(parts) % workers == 0 or len(parts) == n
     assert max(map(len, parts)) <= size
@@ -59,11 +60,11 @@ def test_weighted_partitions_balance_cost_not_count(n, workers, size):
 
 def test_weighted_partitions_put_long_sentences_apart():
     weights = [1000, 1000, 1, 1, 1, 1, 1, 1]  # two long sentences first, then short ones
-    assert _partitions(list(range(8)), 2, 2000) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # counts: 2003 vs 4
-    assert _partitions(list(range(8)), 2, 2000, weights) == [[0], [1, 2, 3, 4, 5, 6, 7]]  # 1000 vs 1006
-    assert _partitions(list(range(4)), 2, 2000, [0, 0, 0, 0]) == [[0, 1], [2, 3]]  # no cost known: counts
+    assert partitions(list(range(8)), 2, 2000) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # counts: 2003 vs 4
+    assert partitions(list(range(8)), 2, 2000, weights) == [[0], [1, 2, 3, 4, 5, 6, 7]]  # 1000 vs 1006
+    assert partitions(list(range(4)), 2, 2000, [0, 0, 0, 0]) == [[0, 1], [2, 3]]  # no cost known: counts
     with pytest.raises(ValueError, match="3 weights for 4 items"):
-        _partitions(list(range(4)), 2, 2000, [1, 2, 3])
+        partitions(list(range(4)), 2, 2000, [1, 2, 3])
 
 
 def test_build_snli_slice_then_noop_rerun(tmp_path):
@@ -165,25 +166,21 @@ def test_malformed_segment_cache_bound_fails_before_any_work(tmp_path, monkeypat
     assert not (tmp_path / "s").exists()
 
 
-def test_local_workers_keep_glibc_malloc_defaults_and_skip_pandas(tmp_path, monkeypatch):
-    """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ in its workers: spaCy then parses 20 % slower.
-    The build's workers write the store without pyarrow importing pandas (0.17 s each)."""
-    from prior.pipeline import worker
-    from prior.pipeline.build import _Runner
+def test_runner_local_cluster_runs_typed_partition_tasks(tmp_path):
+    """A local cluster's worker runs a `ParseTask` and hands back a `PartitionResult`; the
+    workers start with Dask's own settings (no start-up tuning of ours)."""
+    from prior.pipeline.runner import Job, Runner
+    from prior.pipeline.tasks import ParseTask
 
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    runner = _Runner(*_opts(tmp_path / "s", workers=1))
-    try:
-        runner._start()
-        assert list(runner.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
-        assert list(runner.client.run(os.environ.get, "OMP_NUM_THREADS").values()) == ["1"]  # the rest stays
-        texts = ["A dog runs.", "Two cats sleep."]
-        result = runner.client.submit(worker.parse_partition, str(tmp_path / "s"), "spacy", "p", {}, ["k1", "k2"],
-                                      texts, pure=False).result()
-        assert result["done"] == 2
-        assert list(runner.client.run(lambda: "pandas" in sys.modules).values()) == [False]
-    finally:
-        runner.close()
+    results = []
+    task = ParseTask(store=StoreRef.of(str(tmp_path / "s")), keys=("k1", "k2"), parser="spacy", parse="p",
+                     fingerprint={}, texts=("A dog runs.", "Two cats sleep."), label="parse 1/1")
+    with Runner(RunOptions(workers=1)) as runner:
+        runner.run([Job(task, results.append)])
+        assert list(runner.client.run(os.environ.get, "OMP_NUM_THREADS").values()) == ["1"]
+        assert runner.losses.workers == [] and runner.losses.recomputed == []
+    assert [(r.done, r.skipped, r.failures) for r in results] == [(2, 0, ())]
+    assert runner.client is None  # closed with its cluster
 
 
 def _committed(store_dir, kind):
@@ -246,16 +243,9 @@ def test_build_on_external_scheduler_equals_local(tmp_path):
 
 
 def test_options_split_what_is_built_from_how_it_runs():
-    """What changes a build's results (BuildOptions) and how it runs (RunOptions) share no field;
-    one set of keyword arguments is sorted into the two."""
+    """What changes a build's results (BuildOptions) and how it runs (RunOptions) share no field."""
     from dataclasses import fields
-
-    from prior.pipeline.build import RunOptions
 
     what, how = {f.name for f in fields(BuildOptions)}, {f.name for f in fields(RunOptions)}
     assert not what & how
     assert {"store", "workers", "scheduler", "partition_size", "parse_device", "progress"} <= how
-    options, run = options_from(dataset="sick", limit=3, store="s", workers=0, partition_size=7)
-    assert (options.dataset, options.limit, run.store, run.workers, run.partition_size) == ("sick", 3, "s", 0, 7)
-    with pytest.raises(TypeError):
-        options_from(dataset="sick", wrokers=1)

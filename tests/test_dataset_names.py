@@ -103,11 +103,11 @@ def test_a_split_held_as_read_is_not_parsed_again(tmp_path: Path, monkeypatch: p
 
     import prior.pipeline.datasets as datasets
     from prior.pipeline.build import build as run_build
-    from prior.pipeline.build import options_from
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     data = write_csv(tmp_path / "pairs.csv", ROWS)
-    options, run = options_from(dataset=str(data), features=("sdoi",), parser="spacy", workers=0,
-                                store=str(tmp_path / "s"), progress=False)
+    options = BuildOptions(dataset=str(data), features=("sdoi",), parser="spacy")
+    run = RunOptions(store=str(tmp_path / "s"), workers=0, progress=False)
     first = run_build(options, run)
     with monkeypatch.context() as mp:
         mp.setattr(datasets, "read_split", lambda *a, **k: pytest.fail("the file was read again"))

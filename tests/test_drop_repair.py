@@ -17,7 +17,8 @@ from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import verify_store
 from prior.featurestore.missing import MissingDataError
-from prior.pipeline.build import build, options_from
+from prior.pipeline.build import build
+from prior.pipeline.build_options import BuildOptions, RunOptions
 from tests.test_kill_commits import frames
 
 runner = CliRunner()
@@ -28,8 +29,8 @@ FEATURES = ("sdoi", "wup", "dep")
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory) -> tuple[Path, dict]:
     location = tmp_path_factory.mktemp("drop") / "clean"
-    build(*options_from(dataset="rte", splits=SPLITS, features=FEATURES, store=str(location), parser="spacy",
-                       limit=5, workers=0, progress=False, partition_size=8))
+    build(BuildOptions(dataset="rte", splits=SPLITS, features=FEATURES, parser="spacy", limit=5),
+          RunOptions(store=str(location), workers=0, progress=False, partition_size=8))
     return location, frames(location, FEATURES)
 
 

@@ -50,16 +50,16 @@ def test_embeddings_feature_needs_vocabulary() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     root = tmp_path_factory.mktemp("emb")
     vectors = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
     emb_file = write_word2vec_text(root / "tiny.txt", ["a", "man", "is", "the", "boy", "."], vectors)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
-        build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
-                           store=str(root / "store"), limit=10, workers=0, embeddings=emb_file,
-                           progress=False))
+        build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",), limit=10,
+                           embeddings=emb_file), RunOptions(store=str(root / "store"), workers=0, progress=False))
     return root / "store", emb_file
 
 
@@ -142,7 +142,8 @@ def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Pat
                                                                 tmp_path: Path) -> None:
     from prior.errors import DataError
     from prior.featurestore.maintenance import verify_store
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     store_path, emb_file = built
     lines = emb_file.read_text(encoding="utf-8").splitlines()
@@ -152,9 +153,8 @@ def test_embeddings_feature_bad_file_leaves_the_store_as_it_was(built: tuple[Pat
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
         with pytest.raises(DataError, match=r"bad.txt, row 5, field 'vector': expected a word and 4"):
-            build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
-                               store=str(store_path), limit=10, workers=0, embeddings=bad,
-                               progress=False))
+            build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",), limit=10,
+                               embeddings=bad), RunOptions(store=str(store_path), workers=0, progress=False))
     store = open_store(store_path, create=False)
     assert sorted(s.id for s in store.segments(refresh=True)) == before
     assert verify_store(store).ok
@@ -218,7 +218,7 @@ def test_embeddings_feature_restricted_index_gives_the_same_ids() -> None:
 
 def test_embeddings_feature_missing_file_fails_before_any_work(tmp_path: Path) -> None:
     from prior.errors import NotFoundError
-    from prior.pipeline.build import BuildOptions
+    from prior.pipeline.build_options import BuildOptions
     from prior.pipeline.features.registry import features_for
 
     with pytest.raises(ResourceError, match="--embeddings PATH"):
@@ -234,7 +234,8 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
                                                          tmp_path: Path) -> None:
     import shutil
 
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
     from prior.pipeline.embeddings.io import write_word2vec_binary
 
     store_path = Path(shutil.copytree(built[0], tmp_path / "store"))  # leave the shared store as it is
@@ -254,9 +255,9 @@ def test_embeddings_feature_build_reads_all_four_formats(built: tuple[Path, Path
     for fmt, path in files.items():
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PRIOR_HOME", str(tmp_path / "home"))
-            report = build(*options_from(dataset="sick", splits=("train", "trial"), features=("emb",),
-                                        store=str(store_path), limit=10, workers=0, embeddings=path,
-                                        progress=False))
+            report = build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("emb",), limit=10,
+                                        embeddings=path),
+                           RunOptions(store=str(store_path), workers=0, progress=False))
         store = open_store(store_path, create=False)
         assert any(n.startswith("emb: sick/train: OOV ") for n in report.notes)  # the build report's line
         entry = next(e for e in store.entries("emb") if e.key == report.entries["emb@2"])

@@ -8,7 +8,7 @@ from prior.cli.key_value import parse_feature_options, parse_value
 from prior.cli.main import app
 from prior.errors import PriorError
 from prior.featurestore import open_store
-from prior.pipeline.build import BuildOptions
+from prior.pipeline.build_options import BuildOptions
 from prior.pipeline.features.registry import features_for
 
 runner = CliRunner()

@@ -157,12 +157,13 @@ def test_tfidf_view_selects_the_dataset_own_idf() -> None:
 def test_tfidf_two_datasets_keep_their_own_weights(tmp_path: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from prior.featurestore import open_store
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     for dataset in ("sick", "rte"):
-        build(*options_from(dataset=dataset, splits=("train",), features=("dep",),
-                           store=str(tmp_path / "store"), limit=4, workers=0, progress=False))
+        build(BuildOptions(dataset=dataset, splits=("train",), features=("dep",), limit=4),
+              RunOptions(store=str(tmp_path / "store"), workers=0, progress=False))
     store = open_store(tmp_path / "store", create=False)
     assert {e.params["dataset"] for e in store.entries("tfidf")} == {"sick", "rte"}
     df = store.frame("dep", dataset="sick", split="train")

@@ -19,7 +19,8 @@ import pytest
 import prior.featurestore.segments as segments_module
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import verify_store
-from prior.pipeline.build import BuildOptions, RunOptions, build, options_from
+from prior.pipeline.build import build
+from prior.pipeline.build_options import BuildOptions, RunOptions
 
 SPLITS = ("dev", "test", "train")
 
@@ -28,11 +29,9 @@ class _Killed(BaseException):
     """Not an ``Exception``: nothing in the build catches it, as nothing catches a SIGKILL."""
 
 
-def _opts(store: Path, **kw: Any) -> tuple[BuildOptions, RunOptions]:
-    base: dict[str, Any] = dict(dataset="rte", splits=SPLITS, features=("sdoi",), store=str(store), parser="spacy",
-                                limit=4, workers=0, progress=False, partition_size=6)
-    base.update(kw)
-    return options_from(**base)
+def _opts(store: Path, *, partition_size: int = 6, **kw: Any) -> tuple[BuildOptions, RunOptions]:
+    what: dict[str, Any] = dict(dataset="rte", splits=SPLITS, features=("sdoi",), parser="spacy", limit=4) | kw
+    return BuildOptions(**what), RunOptions(store=str(store), workers=0, progress=False, partition_size=partition_size)
 
 
 def frames(location: Path, features: tuple[str, ...] = ("sdoi",)) -> dict[tuple[str, str], list[dict]]:
@@ -98,7 +97,8 @@ def test_kill_after_every_commit_of_a_three_split_build_then_rerun_equals_clean(
 _SUBPROCESS = """
 import os, sys
 import prior.featurestore.segments as segments_module
-from prior.pipeline.build import build, options_from
+from prior.pipeline.build import build
+from prior.pipeline.build_options import BuildOptions, RunOptions
 commit, n, done = segments_module.commit_segment, int(sys.argv[2]), [0]
 def commit_then_die(*args, **kwargs):
     segment = commit(*args, **kwargs)
@@ -107,8 +107,8 @@ def commit_then_die(*args, **kwargs):
         os._exit(137)
     return segment
 segments_module.commit_segment = commit_then_die
-build(*options_from(dataset="rte", splits=("dev", "test", "train"), features=("sdoi", "wup"), store=sys.argv[1],
-                   parser="spacy", limit=8, workers=0, progress=False, partition_size=4))
+build(BuildOptions(dataset="rte", splits=("dev", "test", "train"), features=("sdoi", "wup"), parser="spacy", limit=8),
+      RunOptions(store=sys.argv[1], workers=0, progress=False, partition_size=4))
 """
 
 

@@ -30,6 +30,7 @@ from prior.featurestore.maintenance import verify_store
 from prior.featurestore.ref import ENV as OPTIONS_ENV
 from prior.pipeline import preflight, worker
 from prior.pipeline.build import build
+from prior.pipeline.tasks import ParseTask
 from tests.test_build import _opts
 
 runner = CliRunner()
@@ -244,8 +245,9 @@ def test_s3_workers_use_the_build_options_not_their_environment(s3, monkeypatch)
     assert preflight.worker_problems(StoreRef(url, s3.options()), "lease", "spacy", fingerprint, []) == []
     problems = preflight.worker_problems(StoreRef(url, {"endpoint_url": s3.endpoint}), "lease", "spacy", fingerprint, [])
     assert len(problems) == 1 and problems[0].startswith(f"store {url}: StoreError: cannot open the store")
-    result = worker.parse_partition(StoreRef(url, s3.options()), "spacy", "p", {}, ["k1"], ["A dog runs."])
-    assert result["done"] == 1
+    result = worker.parse_partition(ParseTask(store=StoreRef(url, s3.options()), keys=("k1",), texts=("A dog runs.",),
+                                              parser="spacy", parse="p", fingerprint={}))
+    assert result.done == 1
     assert len(open_store(StoreRef(url, s3.options())).segments("parses")) == 1
 
 

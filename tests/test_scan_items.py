@@ -101,15 +101,16 @@ def test_ranges_decline_another_layout(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     """Stores of SICK train's first 3 and first 12 pairs, built in partitions of 3."""
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     out = {}
     root = tmp_path_factory.mktemp("scanitems")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
         for limit in (3, 12):
-            build(*options_from(features=("wup",), dataset="sick", splits=("train",), store=str(root / f"s{limit}"),
-                                parser="spacy", limit=limit, workers=0, partition_size=3, progress=False))
+            build(BuildOptions(features=("wup",), dataset="sick", splits=("train",), parser="spacy", limit=limit),
+                  RunOptions(store=str(root / f"s{limit}"), workers=0, partition_size=3, progress=False))
             out[limit] = root / f"s{limit}"
     return out
 

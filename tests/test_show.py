@@ -23,13 +23,14 @@ from prior.pipeline.parsers.base import Parse
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     root = tmp_path_factory.mktemp("show")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
-        build(*options_from(dataset="sick", splits=("train", "trial"), features=("dep", "sdoi"),
-                           store=str(root / "store"), limit=8, workers=0, progress=False))
+        build(BuildOptions(dataset="sick", splits=("train", "trial"), features=("dep", "sdoi"), limit=8),
+              RunOptions(store=str(root / "store"), workers=0, progress=False))
     return root / "store"
 
 

@@ -36,15 +36,16 @@ FEATURES = ["dep", "sdoi", "wup", "tfidf", "dep-no-tfidf"]
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from prior.pipeline.build import build, options_from
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
 
     root = tmp_path_factory.mktemp("scan")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRIOR_HOME", str(root / "home"))
-        common = {"dataset": "sick", "splits": ("train", "test"), "store": str(root / "store"), "parser": "spacy",
-                  "limit": 6, "workers": 0, "partition_size": 3, "progress": False}
-        build(*options_from(features=("dep", "sdoi", "wup"), **common))
-        build(*options_from(features=("wup",), feature_options={"wup": {"preset": "uerbert-code"}}, **common))
+        common = {"dataset": "sick", "splits": ("train", "test"), "parser": "spacy", "limit": 6}
+        run = RunOptions(store=str(root / "store"), workers=0, partition_size=3, progress=False)
+        build(BuildOptions(features=("dep", "sdoi", "wup"), **common), run)
+        build(BuildOptions(features=("wup",), feature_options={"wup": {"preset": "uerbert-code"}}, **common), run)
     return root / "store"
 
 

@@ -19,6 +19,7 @@ from prior.featurestore.maintenance import gc_store, verify_store
 from prior.pipeline import worker
 from prior.pipeline.build import build
 from prior.pipeline.parsers import fingerprint_of
+from prior.pipeline.tasks import FeatureTask, ParseTask
 from tests.test_build import _opts
 
 runner = CliRunner()
@@ -61,27 +62,31 @@ def test_workers_skip_keys_another_build_committed_meanwhile(tmp_path):
     keys, texts = sentences["sent_key"].to_list(), sentences["text"].to_list()
     others = [s.id for s in store.segments("parses")]
     with Lease(store.fs, "prior build mine") as lease:
+        def parse_task(n: int, known: list[str]) -> ParseTask:
+            return ParseTask(store=store.ref, keys=tuple(keys[:n]), texts=tuple(texts[:n]), lease=lease.id,
+                             known=tuple(known), parser="spacy", parse=parse, fingerprint=fingerprint)
+
         # planned before the other build's parses were committed: all of them are skipped
-        result = worker.parse_partition(store.location, "spacy", parse, fingerprint, keys, texts, (lease.id, []))
-        assert result == {"done": 0, "failures": [], "skipped": len(keys)}
+        result = worker.parse_partition(parse_task(len(keys), []))
+        assert (result.done, result.failures, result.skipped) == (0, (), len(keys))
         # planned after: they were known then, so the keys are the partition's own work
-        result = worker.parse_partition(store.location, "spacy", parse, fingerprint, keys[:1], texts[:1],
-                                        (lease.id, others))
-        assert result["done"] == 1 and result["skipped"] == 0
-        # its own build's segments never count as another's
-        again = worker.parse_partition(store.location, "spacy", parse, fingerprint, keys[:1], texts[:1],
-                                       (lease.id, others))
-        assert again["skipped"] == 0
+        result = worker.parse_partition(parse_task(1, others))
+        assert result.done == 1 and result.skipped == 0
+        # its own build's segments (another partition's) never count as another build's
+        again = worker.parse_partition(parse_task(2, others))
+        assert again.skipped == 0
         entry = open_store(tmp_path / "s").find_entry("sdoi")
         feature = open_store(tmp_path / "s").segments("feature")
         from prior.pipeline.features.sdoi import SdoiFeature
 
-        result = worker.feature_partition(store.location, SdoiFeature(), entry.target(), keys, (parse, None),
-                                          (lease.id, []))
-        assert result == {"done": 0, "failures": [], "skipped": len(keys)}
-        result = worker.feature_partition(store.location, SdoiFeature(), entry.target(), keys[:2], (parse, None),
-                                          (lease.id, [s.id for s in feature]))
-        assert result["done"] == 2
+        def feature_task(n: int, known: list[str]) -> FeatureTask:
+            return FeatureTask(store=store.ref, keys=tuple(keys[:n]), lease=lease.id, known=tuple(known),
+                               feature=SdoiFeature(), target=entry.target(), parse=parse)
+
+        result = worker.feature_partition(feature_task(len(keys), []))
+        assert (result.done, result.failures, result.skipped) == (0, (), len(keys))
+        result = worker.feature_partition(feature_task(2, [s.id for s in feature]))
+        assert result.done == 2
     assert open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test")["sdoi_a"].null_count() == 0
 
 

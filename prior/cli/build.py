@@ -13,7 +13,8 @@ from prior.cli.console import console, friendly_errors, human_bytes
 from prior.cli.key_value import parse_feature_options
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 from prior.errors import PriorError
-from prior.pipeline.build import DEFAULT_FEATURES
+from prior.pipeline.build_options import DEFAULT_FEATURES
+from prior.pipeline.build_report import BuildReport
 from prior.pipeline.features.registry import FEATURE_SETS
 from prior.pipeline.parsers.base import MAX_WORDS
 
@@ -57,7 +58,8 @@ def build_cmd(
     replace: Annotated[bool, typer.Option("--replace", help="A split the store read from another source or with other columns: replace its rows with this build's (default: refuse).")] = False,
 ) -> None:
     """Build features of a dataset into the store; reruns compute only what is missing."""
-    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, RunOptions, build
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import DEFAULT_PARSER, BuildOptions, RunOptions
 
     if dataset is None:
         from prior.pipeline.datasets import SPECS
@@ -78,7 +80,7 @@ def build_cmd(
     print_report(report)
 
 
-def print_report(report) -> None:
+def print_report(report: BuildReport) -> None:
     console.print(f"[bold]built[/] {report.dataset} into {report.store} (parse {report.parse[:12]})")
     table = Table("split", "pairs read", "new rows", "skipped", "source", box=None)
     for s in report.splits:
@@ -87,12 +89,25 @@ def print_report(report) -> None:
     console.print(table)
     for s in report.splits:
         for example in s.skip_examples:
-            console.print(f"  skipped: {example}")
+            console.print(f"  skipped: {example}", markup=False, soft_wrap=True)
+        if (more := sum(s.skipped.values()) - len(s.skip_examples)) > 0 and s.skip_examples:
+            console.print(f"  skipped: {more} more row(s) of {report.dataset}/{s.split}", markup=False)
+    for s in report.splits:
+        if s.slice_note:  # a slice shipped with prior, read because no full copy was found
+            console.print(f"{report.dataset}/{s.split}: {s.slice_note} (a full copy is read from --data-dir or "
+                          "$PRIOR_DATA_DIR)", markup=False, soft_wrap=True)
     for s in report.splits:
         if s.labels:  # a file's classes as written: a typo shows as a class of its own
             classes = ", ".join(f"{label!r} {n}" for label, n in s.labels.items())
             console.print(f"labels of {report.dataset}/{s.split}: {len(s.labels)} classes: {classes}",
                           markup=False, soft_wrap=True)
+    _print_stages(report)
+    for note in report.notes:
+        console.print(note, markup=False, soft_wrap=True)
+    console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")
+
+
+def _print_stages(report: BuildReport) -> None:
     stages = Table("stage", "items", "computed", "reused", "failed", "seconds", "items/s", box=None)
     for st in report.stages:
         rate = f"{st.computed / st.seconds:.0f}" if st.seconds > 0 and st.computed else "-"
@@ -104,6 +119,8 @@ def print_report(report) -> None:
             console.print(f"  {st.name} failed: {failure}", markup=False, soft_wrap=True)
         if len(st.failures) > 5:
             console.print(f"  {st.name}: {len(st.failures) - 5} more failure(s)", markup=False)
-    for note in report.notes:
-        console.print(note, markup=False, soft_wrap=True)
-    console.print(f"store size {human_bytes(report.store_bytes)}; total {report.seconds:.1f} s")
+    if report.lost_workers:
+        again = ", ".join(report.recomputed) or "none"
+        console.print(f"lost {len(report.lost_workers)} Dask worker(s) during the build: "
+                      f"{', '.join(report.lost_workers)}; partitions run again: {again} (each committed once)",
+                      markup=False, soft_wrap=True)

@@ -254,9 +254,11 @@ class SegmentStore:
         return self.segment_keys(self.segments("sentences"))
 
     def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
-                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None) -> Segment | None:
+                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None,
+                     meta: Mapping[str, Any] | None = None) -> Segment | None:
         """One segment of parse records; ``spec`` is the parser's ``--parser`` value (recorded
-        for build hints, not part of the parse id)."""
+        for build hints, not part of the parse id); ``meta``: the writer's own record (a build
+        task's token)."""
         if not keys:
             return None
         if len(keys) != len(records):
@@ -267,7 +269,7 @@ class SegmentStore:
             columns[col] = pa.array([list(r[col]) for r in records], typ)
         target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
         return self._write_segment("parses", target, len(keys),
-                                   parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
+                                   parquet_writer(self.fs, "parses.parquet", pa.table(columns)), dict(meta or {}))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
@@ -308,9 +310,10 @@ class SegmentStore:
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)
 
     # ---------------------------------------------------------------- features
-    def write_feature(self, entry: EntryInfo, keys: Sequence[str],
-                      items: Sequence[Mapping[str, np.ndarray]]) -> Segment | None:
-        """One segment of an entry: ``items[i]`` maps every component to key i's array."""
+    def write_feature(self, entry: EntryInfo, keys: Sequence[str], items: Sequence[Mapping[str, np.ndarray]],
+                      *, meta: Mapping[str, Any] | None = None) -> Segment | None:
+        """One segment of an entry: ``items[i]`` maps every component to key i's array;
+        ``meta``: the writer's own record (a build task's token)."""
         if not keys:
             return None
         if len(keys) != len(items):
@@ -332,7 +335,7 @@ class SegmentStore:
             return ["index.parquet", "arrays/zarr.json"]
 
         return self._write_segment("feature", entry.target(), len(keys), write,
-                                   {"dtypes": {c: str(f.dtype) for c, f in flats.items()}})
+                                   {**(meta or {}), "dtypes": {c: str(f.dtype) for c, f in flats.items()}})
 
     def entries(self, name: str | None = None) -> list[EntryInfo]:
         """Entries present, oldest first (by their first segment)."""

@@ -29,6 +29,10 @@ from typing import Any
 from prior.featurestore.catalog import Segment
 from prior.featurestore.store import Store
 from prior.paths import prior_home
+from prior.pipeline.build_options import BuildOptions
+from prior.pipeline.build_report import BuildReport
+from prior.pipeline.datasets.api import Source
+from prior.pipeline.features.base import Feature
 
 RECORD_FORMAT = 1
 
@@ -37,11 +41,14 @@ def records_dir() -> Path:
     return prior_home() / "cache" / "builds"
 
 
-def inputs_digest(store: Store, options: Any, fingerprint: dict[str, Any], sources: list[Any],
-                  planned: list[tuple[Any, str]]) -> str | None:
+def inputs_digest(store: Store, options: BuildOptions, fingerprint: dict[str, Any], sources: list[Source | None],
+                  planned: list[tuple[Feature, str]]) -> str | None:
     """What decides a build's result, hashed; None where it cannot be told without running it
     (a split read from the hub, restored entry parameters, a feature whose settings fail)."""
-    if options.restore or options.replace or any(s is None for s in sources):
+    if options.restore or options.replace:
+        return None
+    files = [s for s in sources if s is not None]
+    if len(files) < len(sources):  # a split read from the hub
         return None
     try:
         features = [{"name": f.name, "version": f.version, "scope": f.scope, "built_by": built_by,
@@ -55,7 +62,7 @@ def inputs_digest(store: Store, options: Any, fingerprint: dict[str, Any], sourc
     if options.embeddings is not None:
         given["embeddings_file"] = _file_state(str(options.embeddings))
     inputs = {"format": RECORD_FORMAT, "store": store.location, "options": given, "read": options.read_kwargs(),
-              "sources": [(s.dataset, s.split, str(Path(s.location).resolve()), s.sha256) for s in sources],
+              "sources": [(s.dataset, s.split, str(Path(s.location).resolve()), s.sha256) for s in files],
               "parser": fingerprint, "features": features}
     text = json.dumps(inputs, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -82,7 +89,7 @@ def _used_by(s: Segment, parse: str, entries: set[str]) -> bool:
     return s.kind == "feature" and s.target.get("entry") in entries
 
 
-def save(store: Store, digest: str, report: Any, *, skip_notes: int = 0) -> None:
+def save(store: Store, digest: str, report: BuildReport, *, skip_notes: int = 0) -> None:
     """Record a complete build (every stage without a failed item); a build with failures
     is run again in full next time (its failures are retried and reported). The report's
     first ``skip_notes`` notes are about this run (what it tidied), not its result."""

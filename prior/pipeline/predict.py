@@ -90,8 +90,10 @@ def build_pairs(store: StoreRef | str | None, *, entries: Sequence[EntryInfo], p
 def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[EntryInfo], parse: str,
            parser: str | None, text_a: str, text_b: str, resources: StoreRef | str | None, workers: int,
            progress: bool) -> BuiltPairs:
-    from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import DEFAULT_PARSER, BuildOptions, RunOptions
     from prior.pipeline.datasets.lines import file_sha256
+    from prior.pipeline.ingest import NoUsablePairsError
     from prior.pipeline.parsers import fingerprint_of
 
     if not file.is_file():

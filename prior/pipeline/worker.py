@@ -1,78 +1,86 @@
 """What runs on a Dask worker (or in-process): one partition of parsing or of a feature.
 
-Each call writes its results as one segment and commits it before returning, so finished
-partitions survive a crash of the build. Parsers and features are set up once per worker
-process and cached here, keyed by what identifies them (parser spec, entry key).
-A failing batch is retried item by item so that one bad sentence costs one counted failure,
-never the partition.
+Each call takes one `PartitionTask` (`prior.pipeline.tasks`), writes its results as one segment
+and commits it before returning a `PartitionResult`, so finished partitions survive a crash of
+the build. Parsers and features are set up once per worker process and cached here, keyed by
+what identifies them (parser spec, entry key). A failing batch is retried item by item so that
+one bad sentence costs one counted failure, never the partition.
 
-Every task gets a *guard*, ``(lease id, known segment ids)``: it writes under the build's lease
-(``prior.featurestore.lease``), and right before computing it drops the keys that another build
-committed since the driver planned the partition (segments of the same parse or entry that are
-neither in ``known`` nor its own build's). That costs one catalog read per task and, only when
-another build committed meanwhile, a read of the keys of its new segments.
+A task drops, right before computing and again right before committing, the keys that segments
+committed since the driver planned the partition already hold (``_already_committed``): other
+builds' segments of the same parse or entry, and an earlier copy of this task (its ``token``
+is recorded with its segment), which Dask runs again when the worker that ran it was lost. That
+costs one catalog listing per check (records are cached by their content tag) and a read of
+the keys of such segments only when there are some.
 
-Every task gets the build's store as its `StoreRef` (``prior.featurestore.ref``): a worker opens
+Every task carries the build's store as a `StoreRef` (``prior.featurestore.ref``): a worker opens
 the store with the options the driver resolved, never with options from its own environment.
-A plain location (a direct call outside a build) reads ``$PRIOR_STORAGE_OPTIONS`` as
-`open_store` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from prior.errors import NotFoundError
-from prior.featurestore import StoreRef, open_store
+from prior.featurestore import open_store
 from prior.featurestore.catalog import Segment
 from prior.featurestore.store import EntryInfo, Store
-from prior.pipeline import startup
+from prior.pipeline.features.base import Feature
 from prior.pipeline.parsers.base import Parse
+from prior.pipeline.tasks import FeatureTask, ParseTask, PartitionResult, PartitionTask
 
-_FEATURES: dict[tuple[str, str], Any] = {}
-_process_ready = False
-
-
-def _set_up_process() -> None:
-    """Once per process: the start-up tuning of a build's own workers (prior/pipeline/startup.py)."""
-    global _process_ready
-    if not _process_ready:
-        _process_ready = True
-        startup.set_up_local_worker()
+_FEATURES: dict[tuple[str, str], Feature] = {}
+TASK_META = "task"  # the segment meta field that records the task token
 
 
 def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-Guard = tuple[str | None, Sequence[str]]  # (lease id, segment ids known when the partition was planned)
+def _already_committed(store: Store, kind: str, match: Callable[[Segment], bool],
+                       task: PartitionTask) -> tuple[set[str], bool]:
+    """Keys of segments committed since the partition was planned, other than its own build's
+    sibling partitions: another build's, or an earlier copy of this task's; and whether such a
+    copy was found (this run is a rerun after a lost worker)."""
+    store.refresh()
+    known = set(task.known)
+    token = task.token
+    fresh = [s for s in store.segments(kind) if match(s) and s.id not in known
+             and (not task.lease or s.lease != task.lease or s.meta.get(TASK_META) == token)]
+    rerun = any(s.meta.get(TASK_META) == token for s in fresh)
+    return (store.segment_keys(fresh) if fresh else set()), rerun
 
 
-def _committed_elsewhere(store: Store, kind: str, match: Callable[[Segment], bool], guard: Guard) -> set[str]:
-    """Keys of segments that other builds committed after the partition was planned."""
-    lease, known = guard
-    known_ids = set(known)
-    fresh = [s for s in store.segments(kind) if match(s) and s.id not in known_ids and not (lease and s.lease == lease)]
-    return store.segment_keys(fresh) if fresh else set()
+def _kept(keys: Sequence[str], done: set[str]) -> list[int]:
+    return [i for i, k in enumerate(keys) if k not in done]
 
 
-def parse_partition(store_ref: StoreRef | str, parser_spec: str, parse: str, fingerprint: Mapping[str, Any],
-                    keys: Sequence[str], texts: Sequence[str], guard: Guard = (None, ()),
-                    device: str = "auto") -> dict[str, Any]:
-    """Parse and store one partition; ``device`` is where a biaffine model runs ("auto": this
-    worker's GPU if it has one)."""
+def run_partition(task: PartitionTask) -> PartitionResult:
+    """Run ``task``: the entry point the build submits to Dask (or calls in-process)."""
+    if isinstance(task, ParseTask):
+        return parse_partition(task)
+    if isinstance(task, FeatureTask):
+        return feature_partition(task)
+    raise TypeError(f"not a partition task: {type(task).__name__}")
+
+
+def parse_partition(task: ParseTask) -> PartitionResult:
+    """Parse ``task.texts`` and store them as one parse segment. Returns what was stored,
+    skipped (committed meanwhile) and failed (key, reason)."""
     from prior.pipeline.parsers import get_parser
 
-    _set_up_process()
-    store = open_store(store_ref, lease=guard[0])
-    done = _committed_elsewhere(store, "parses", lambda s: s.target["parse"] == parse, guard)
-    todo = [(k, t) for k, t in zip(keys, texts) if k not in done]
-    skipped = len(keys) - len(todo)
-    keys, texts = [k for k, _ in todo], [t for _, t in todo]
-    if not keys:
-        return {"done": 0, "failures": [], "skipped": skipped}
-    parser = get_parser(parser_spec, device)
+    store = open_store(task.store, lease=task.lease)
+
+    def committed() -> tuple[set[str], bool]:
+        return _already_committed(store, "parses", lambda s: s.target["parse"] == task.parse, task)
+
+    done, rerun = committed()
+    todo = _kept(task.keys, done)
+    if not todo:
+        return PartitionResult(skipped=len(task.keys), rerun=rerun)
+    keys, texts = [task.keys[i] for i in todo], [task.texts[i] for i in todo]
+    parser = get_parser(task.parser, task.device)
     try:
         parses: list[Parse | None] = list(parser.parse(texts))
         failures: list[tuple[str, str]] = []
@@ -84,12 +92,15 @@ def parse_partition(store_ref: StoreRef | str, parser_spec: str, parse: str, fin
             except Exception as exc:  # noqa: BLE001
                 parses.append(None)
                 failures.append((key, _short(exc)))
-    ok = [(k, p) for k, p in zip(keys, parses) if p is not None]
-    store.write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok], spec=parser_spec)
-    return {"done": len(ok), "failures": failures, "skipped": skipped}
+    done, raced = committed()  # a racing copy of this task, or another build, committed meanwhile
+    ok = [(k, p) for k, p in zip(keys, parses) if p is not None and k not in done]
+    store.write_parses(task.parse, task.fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
+                       spec=task.parser, meta={TASK_META: task.token})
+    skipped = len(task.keys) - len(ok) - len(failures)
+    return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)
 
 
-def _feature(feature: Any, entry_key: str) -> Any:
+def _feature(feature: Feature, entry_key: str) -> Feature:
     """The set-up copy of ``feature`` this process keeps for its entry, unless its worker
     token (`FeatureBase.worker_token`: e.g. the words an `emb` vocabulary was cut to for one
     build) says it was set up for other work."""
@@ -101,28 +112,26 @@ def _feature(feature: Any, entry_key: str) -> Any:
     return cached
 
 
-def feature_partition(store_ref: StoreRef | str, feature: Any, target: Mapping[str, Any], keys: Sequence[str],
-                      payload: tuple[str, Sequence[tuple[str, str]] | None], guard: Guard = (None, ())) -> dict[str, Any]:
-    """Compute and store one partition of a feature. ``payload`` is ``(parse id, None)`` for a
-    sentence feature (``keys`` are sentence keys) or ``(parse id, [(key_a, key_b), …])`` for a
-    pair feature (``keys`` are pair keys); the parses are read from the store here."""
-    _set_up_process()
-    entry = EntryInfo.from_target(target)
-    parse, pairs = payload
-    store = open_store(store_ref, lease=guard[0])
-    done = _committed_elsewhere(store, "feature", lambda s: s.target["entry"] == entry.key, guard)
-    kept = [i for i, k in enumerate(keys) if k not in done]
-    skipped = len(keys) - len(kept)
-    keys = [keys[i] for i in kept]
-    pairs = None if pairs is None else [pairs[i] for i in kept]
-    if not keys:
-        return {"done": 0, "failures": [], "skipped": skipped}
-    feature = _feature(feature, entry.key)
+def feature_partition(task: FeatureTask) -> PartitionResult:
+    """Compute and store one partition of a feature; the parses are read from the store here."""
+    entry = EntryInfo.from_target(task.target)
+    store = open_store(task.store, lease=task.lease)
+
+    def committed() -> tuple[set[str], bool]:
+        return _already_committed(store, "feature", lambda s: s.target["entry"] == entry.key, task)
+
+    done, rerun = committed()
+    kept = _kept(task.keys, done)
+    if not kept:
+        return PartitionResult(skipped=len(task.keys), rerun=rerun)
+    keys = [task.keys[i] for i in kept]
+    pairs = None if task.pairs is None else [task.pairs[i] for i in kept]
+    feature = _feature(task.feature, entry.key)
     wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
     parses = {r["sent_key"]: Parse.from_record(r)
-              for r in store.parses(wanted, parse=parse, cache=True).iter_rows(named=True)}
+              for r in store.parses(wanted, parse=task.parse, cache=True).iter_rows(named=True)}
     if (missing := [k for k in wanted if k not in parses]):
-        raise NotFoundError(f"{store.location}: parse {parse} lacks {len(missing)} sentence(s) of this "
+        raise NotFoundError(f"{store.location}: parse {task.parse} lacks {len(missing)} sentence(s) of this "
                             f"partition, e.g. {missing[0]}")
     items: list[Any] = [parses[k] for k in keys] if pairs is None else [(parses[a], parses[b]) for a, b in pairs]
     try:
@@ -136,6 +145,8 @@ def feature_partition(store_ref: StoreRef | str, feature: Any, target: Mapping[s
             except Exception as exc:  # noqa: BLE001
                 results.append(None)
                 failures.append((key, _short(exc)))
-    ok = [(k, r) for k, r in zip(keys, results) if r is not None]
-    store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok])
-    return {"done": len(ok), "failures": failures, "skipped": skipped}
+    done, raced = committed()
+    ok = [(k, r) for k, r in zip(keys, results) if r is not None and k not in done]
+    store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok], meta={TASK_META: task.token})
+    skipped = len(task.keys) - len(ok) - len(failures)
+    return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)

@@ -11,7 +11,7 @@ from prior.pipeline.datasets.collect import check_limit
 from prior.pipeline.datasets.generic import read_file
 from prior.pipeline.datasets.hub import HubUnavailable, hub_location, hub_note, read_hub
 from prior.pipeline.datasets.lines import file_sha256
-from prior.pipeline.datasets.registry import SPECS, get_spec
+from prior.pipeline.datasets.registry import RELEASE_PAIRS, SPECS, get_spec
 from prior.pipeline.datasets.resolve import locate, not_found, search_plan
 from prior.pipeline.datasets.types import DatasetInfo, SplitData, SplitInfo
 
@@ -78,6 +78,12 @@ def source_of(dataset: str | Path, split: str, *, data_dir: str | Path | None = 
     if found is None:
         return None
     return Source(spec.name, split, str(found.path), file_sha256(found.path))
+
+
+def release_pairs(dataset: str, split: str) -> int | None:
+    """The usable pairs of ``split`` in the full release of a named dataset whose slice is
+    bundled (None where not known)."""
+    return RELEASE_PAIRS.get((dataset.lower(), split))
 
 
 def dataset_splits(dataset: str) -> tuple[str, ...]:
