@@ -33,9 +33,9 @@ from prior.featurestore import keys as K
 from prior.featurestore import open_store
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
-from prior.featurestore.recipe import option
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.store import Store
+from prior.hints import option
 from prior.pipeline import noop, preflight
 from prior.pipeline.build_options import BuildOptions, RunOptions
 from prior.pipeline.build_report import BuildReport, SplitReport, StageReport

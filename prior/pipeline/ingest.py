@@ -22,8 +22,8 @@ import pyarrow as pa
 from prior.errors import DataError, NotFoundError, PriorError
 from prior.featurestore import keys as K
 from prior.featurestore.names import name_problem
-from prior.featurestore.recipe import option
 from prior.featurestore.store import Store
+from prior.hints import option
 from prior.pipeline.build_options import BuildOptions
 from prior.pipeline.build_report import BuildReport, SplitReport, StageReport
 from prior.pipeline.build_run import Triple

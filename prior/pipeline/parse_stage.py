@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.pipeline.build_report import StageReport
 from prior.pipeline.build_run import BuildRun, count
 from prior.pipeline.parsers.base import over_limit

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from prior.errors import PriorError, ResourceError
+from prior.hints import option
 from prior.paths import positive_number
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ def connect(address: str) -> Any:
         return Client(address, timeout=f"{timeout}s")
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
         raise ResourceError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({_short(exc)}); "
-                            "start it, check the address, or leave out --scheduler to run a local cluster") from None
+                            f"start it, check the address, or leave out {option('scheduler')} to run a local cluster"
+                            ) from None
 
 
 def feature_problems(features: Sequence[Any]) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from prior.errors import DataError
+from prior.hints import option
 from prior.pipeline.datasets.collect import check_limit
 from prior.pipeline.datasets.generic import read_file
 from prior.pipeline.datasets.hub import HubUnavailable, hub_location, hub_note, read_hub
@@ -42,7 +43,7 @@ def read_split(dataset: str | Path, split: str, *, path: str | Path | None = Non
     if found is None:
         plan = search_plan(spec, split, path=explicit, data_dir=root)
         note = "not tried (an explicit path was given)" if explicit is not None else (
-            "not tried (not asked for: name the split with --split, or pass --hub)" if not hub else hub_note(spec, split))
+            f"not tried (not asked for: name the split with {option('split')}, or pass {option('hub')})" if not hub else hub_note(spec, split))
         if note is None:
             try:
                 return read_hub(spec, split, limit)

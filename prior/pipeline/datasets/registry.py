@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prior.errors import NotFoundError
+from prior.hints import option
 from prior.pipeline.datasets import formats as F
 from prior.pipeline.datasets import labels as L
 
@@ -148,6 +149,7 @@ def get_spec(name: str) -> DatasetSpec:
     spec = SPECS.get(name.lower()) if isinstance(name, str) else None
     if spec is None:
         raise NotFoundError(f"unknown dataset {name!r}; known datasets: {sorted(SPECS)}. "
-                            "For any other CSV/TSV/JSONL/Parquet file give its path as --dataset FILE "
-                            "with its columns: --text-a COL --text-b COL --label COL")
+                            f"For any other CSV/TSV/JSONL/Parquet file give its path as {option('dataset', 'FILE')} "
+                            f"with its columns: {option('text_a', 'COL')} {option('text_b', 'COL')} "
+                            f"{option('label', 'COL')}")
     return spec

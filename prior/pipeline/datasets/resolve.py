@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prior.errors import NotFoundError
+from prior.hints import option
 from prior.pipeline.datasets.registry import DatasetSpec
 from prior.pipeline.datasets.types import Origin
 from prior.shipped import shipped_data_dir
@@ -88,5 +89,5 @@ def not_found(spec: DatasetSpec, split: str, plan: list[tuple[Origin, Path]],
     places = ", ".join(f"{p} ({origin})" for origin, p in plan)
     return NotFoundError(
         f"no file for dataset {spec.name!r} split {split!r} (searched {places}; Hugging Face hub: {hub_note}); "
-        f"pass --data-dir DIR (or set PRIOR_DATA_DIR) to a directory holding a {spec.folders[0]}/ folder "
-        "with the official file, or give the file itself as --dataset FILE")
+        f"pass {option('data_dir', 'DIR')} (or set PRIOR_DATA_DIR) to a directory holding a {spec.folders[0]}/ "
+        f"folder with the official file, or give the file itself as {option('dataset', 'FILE')}")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prior.errors import DataError
+from prior.hints import option
 from prior.pipeline.datasets.lines import iter_lines
 
 ROW_FIELD = "(row)"  # the `field` of a skip that concerns the whole record
@@ -38,8 +39,8 @@ def _require(path: Path, row: int, have: Sequence[str], required: Sequence[str])
     if missing:
         raise DataError(
             f"header lacks column(s) {missing}; it has {list(have)}. Is this the right file "
-            "for this dataset? Otherwise give the file as --dataset FILE and name its columns with "
-            "--text-a COL --text-b COL --label COL",
+            f"for this dataset? Otherwise give the file as {option('dataset', 'FILE')} and name its columns with "
+            f"{option('text_a', 'COL')} {option('text_b', 'COL')} {option('label', 'COL')}",
             file=str(path), row=row,
         )
 
