@@ -140,6 +140,26 @@ def test_datasets_bad_json_line_is_counted(tmp_path: Path) -> None:
     assert d.skipped[2].reason == "field is missing"
 
 
+def test_issue34_jsonl_nested_100000_levels_is_one_counted_row(tmp_path: Path) -> None:
+    """A line nested 100,000 levels deep (a whole line, or a field's value) is a counted skip
+    naming its row, not a RecursionError; a build of the file alone fails in one line."""
+    from tests.cli_run import one_line_error
+
+    good = '{"sentence1": "A dog runs.", "sentence2": "An animal moves.", "label": "yes"}'
+    deep = "[" * 100_000 + "]" * 100_000
+    p = tmp_path / "deep.jsonl"
+    p.write_text("\n".join([good, deep, '{"sentence1": ' + deep + ', "sentence2": "x", "label": "no"}']) + "\n")
+    d = read_split(p, "all", text_a="sentence1", text_b="sentence2", label="label")
+    assert [r.row for r in d.pairs] == [1]
+    assert [(s.row, s.reason) for s in d.skipped] == [(2, "JSON nested too deeply to read (thousands of levels of [ or {)"),
+                                                      (3, "JSON nested too deeply to read (thousands of levels of [ or {)")]
+    only = tmp_path / "only.jsonl"
+    only.write_text(deep + "\n")
+    line = one_line_error("build", "--dataset", only, "--features", "sdoi", "--parser", "spacy", "--workers", 0,
+                          "--store", tmp_path / "s")
+    assert "nested too deeply" in line and "only.jsonl" in line
+
+
 def test_datasets_twitter_bad_votes_counted(tmp_path: Path) -> None:
     p = tmp_path / "twitterurl" / "Twitter_URL_Corpus_test.txt"
     p.parent.mkdir()

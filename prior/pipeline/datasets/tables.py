@@ -138,6 +138,9 @@ def iter_jsonl(path: Path) -> Iterator[Record]:
         except json.JSONDecodeError as e:
             yield Record(line.number, None, f"not valid JSON: {e.msg} at column {e.colno}")
             continue
+        except RecursionError:  # Python's parser recurses once per level of [ or {
+            yield Record(line.number, None, "JSON nested too deeply to read (thousands of levels of [ or {)")
+            continue
         if not isinstance(obj, dict):
             yield Record(line.number, None, f"a JSON {type(obj).__name__}, not an object")
             continue
