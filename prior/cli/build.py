@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from prior.cli.console import console, friendly_errors, human_bytes
+from prior.cli.console import console, friendly_errors, human_bytes, warn_missing_data_dir
 from prior.cli.key_value import parse_feature_options
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 from prior.errors import PriorError
@@ -74,6 +74,7 @@ def build_cmd(
                            feature_options=parse_feature_options(option or []), max_words=max_words, hub=hub,
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace)
+    warn_missing_data_dir(data_dir)
     run = RunOptions(store=store_ref(store, storage_option), workers=workers,
                      scheduler=scheduler, partition_size=partition_size, parse_device=parse_device.value)
     report = build(options, run)

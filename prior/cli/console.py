@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -40,6 +41,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # What to tell after Ctrl-C, by command function (default: nothing was left half-written)
 INTERRUPTED = {"build_cmd": "rerun to continue (the store keeps what was committed)"}
+
+
+def warn(text: str) -> None:
+    """One line on standard error: ``warning: text``."""
+    err_console.print(f"warning: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def warn_missing_data_dir(data_dir: Path | None = None) -> None:
+    """The one-line warning of a data directory that is given but does not exist (every
+    command that reads named datasets, and `prior env`)."""
+    from prior.pipeline.datasets.resolve import missing_data_dir
+
+    if (problem := missing_data_dir(data_dir)) is not None:
+        warn(problem)
 
 
 def human_bytes(n: float) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from prior.cli.console import console, friendly_errors
+from prior.cli.console import console, friendly_errors, warn_missing_data_dir
 
 
 def _shown(location: str, origin: str | None, roots: dict[str, Path | None]) -> str:
@@ -28,6 +28,7 @@ def datasets_cmd(data_dir: Annotated[Path | None, typer.Option(help="Where full 
     from prior.pipeline.datasets import list_datasets
     from prior.pipeline.datasets.resolve import bundled_dir, data_dir_from_env
 
+    warn_missing_data_dir(data_dir)
     root = data_dir.expanduser() if data_dir is not None else data_dir_from_env()
     roots = {"data_dir": root.resolve() if root else None, "bundled": bundled_dir()}
     console.print(f"data_dir: {roots['data_dir'] or 'not set ($PRIOR_DATA_DIR or --data-dir)'}", soft_wrap=True)

