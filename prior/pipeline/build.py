@@ -179,8 +179,8 @@ def _check_before_commit(run: BuildRun, features: list[Feature]) -> None:
     """What must hold before the first commit (the store's writability was checked by taking
     the lease): an external scheduler answers and its workers have the parser, the features'
     resources and the store; a local build's machine has the features' resources."""
-    if run.settings.scheduler:
-        client = run.runner.start()
+    client = run.runner.start() if run.settings.scheduler else None  # connects; no local cluster is started
+    if client is not None:
         preflight.check_workers(client, run.store.ref, str(run.lease), run.options.parser, run.fingerprint, features)
     else:
         preflight.check_local(features)

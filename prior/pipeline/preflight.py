@@ -29,7 +29,10 @@ from prior.hints import option
 from prior.paths import positive_number
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from prior.featurestore.ref import StoreRef
+    from prior.pipeline.features.base import Feature
 
 ENV_TIMEOUT = "PRIOR_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
@@ -50,7 +53,7 @@ def _short(exc: BaseException) -> str:
 MAX_FOREIGN = 600
 
 
-def connect(address: str) -> Any:
+def connect(address: str) -> Client:
     """A `distributed.Client` of the scheduler at ``address``; `ResourceError` when it does not
     answer within :func:`scheduler_timeout`."""
     from distributed import Client
@@ -64,7 +67,7 @@ def connect(address: str) -> Any:
                             ) from None
 
 
-def feature_problems(features: Sequence[Any]) -> list[str]:
+def feature_problems(features: Sequence[Feature]) -> list[str]:
     """What this process lacks for ``features`` (each one's ``check_resources()``)."""
     problems = []
     for feature in features:
@@ -76,7 +79,7 @@ def feature_problems(features: Sequence[Any]) -> list[str]:
 
 
 def worker_problems(store: StoreRef | str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                    features: Sequence[Any]) -> list[str]:
+                    features: Sequence[Feature]) -> list[str]:
     """Runs on a worker: what this process lacks to do its tasks (empty when nothing)."""
     from prior.featurestore import StoreRef, open_store
     from prior.featurestore.lease import probe_writable
@@ -98,8 +101,8 @@ def worker_problems(store: StoreRef | str, lease: str, parser_spec: str, fingerp
     return problems
 
 
-def check_workers(client: Any, store: StoreRef | str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
-                  features: Sequence[Any]) -> None:
+def check_workers(client: Client, store: StoreRef | str, lease: str, parser_spec: str, fingerprint: Mapping[str, Any],
+                  features: Sequence[Feature]) -> None:
     """`ResourceError` listing what the cluster's workers lack (or that it has none)."""
     if not client.scheduler_info().get("workers"):
         try:
@@ -114,7 +117,7 @@ def check_workers(client: Any, store: StoreRef | str, lease: str, parser_spec: s
                             + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
 
 
-def check_local(features: Sequence[Any]) -> None:
+def check_local(features: Sequence[Feature]) -> None:
     """`ResourceError` naming what this machine lacks for ``features`` (local builds)."""
     if problems := feature_problems(features):
         raise ResourceError(f"{len(problems)} problem(s) found before anything was written: " + "; ".join(problems))

@@ -50,11 +50,11 @@ def missing_data_dir(data_dir: Path | None = None) -> str | None:
     """A one-line warning when the data directory (``data_dir``, else ``$PRIOR_DATA_DIR``) is
     given but does not exist: named datasets are then read from the bundled slices, a few
     hundred pairs each, which nothing else would tell. None when it exists or none is given."""
-    given = data_dir is not None
-    root = Path(data_dir).expanduser() if given else data_dir_from_env()
+    root = Path(data_dir).expanduser() if data_dir is not None else data_dir_from_env()
     if root is None or root.is_dir():
         return None
-    named = option("data_dir", str(data_dir)) if given else f"PRIOR_DATA_DIR={os.environ.get('PRIOR_DATA_DIR')}"
+    named = (option("data_dir", str(data_dir)) if data_dir is not None
+             else f"PRIOR_DATA_DIR={os.environ.get('PRIOR_DATA_DIR')}")
     what = "is not a directory" if root.exists() else "does not exist"
     return (f"the data directory {named} {what}: named datasets are read from the slices bundled with prior "
             "(a few hundred pairs a split)")
