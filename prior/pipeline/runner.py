@@ -172,10 +172,12 @@ class Runner:
         try:
             for future in done:
                 result = future.result()
-                on_done = callbacks.pop(str(future.key))
+                key = str(future.key)
                 future.release()  # a worker lost from now on costs no recompute of this one
                 del future
-                on_done(result)
+                if result.rerun and self._labels[key] not in self.losses.recomputed:  # found its earlier commit
+                    self.losses.recomputed.append(self._labels[key])
+                callbacks.pop(key)(result)
         finally:
             self._note_losses(client, since)
 
