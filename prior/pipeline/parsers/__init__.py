@@ -27,7 +27,7 @@ from prior.errors import ResourceError
 from prior.parser_spec import ParserSpec, loads_code
 from prior.pipeline.parsers.base import DependencyParser, Parse
 
-__all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "check_recorded_spec",
+__all__ = ["BACKENDS", "DependencyParser", "Parse", "UntrustedParserError", "annotator_for", "check_recorded_spec",
            "fingerprint_of", "get_parser"]
 
 BACKENDS = ("biaffine", "spacy")
@@ -78,6 +78,15 @@ def get_parser(spec: str | ParserSpec = "biaffine", device: str = "auto") -> Dep
     runs; spaCy always runs on the CPU. It does not change the fingerprint.
     """
     return _load_parser(spec if isinstance(spec, ParserSpec) else ParserSpec.parse(spec), device)
+
+
+def annotator_for(spec: str | ParserSpec = "biaffine") -> Any:
+    """The spaCy annotator (one per process) the biaffine parser of ``spec`` uses: loading it
+    first lets a profile time spaCy's load apart from the model's."""
+    from prior.pipeline.parsers.biaffine import SENTENCES
+    from prior.pipeline.parsers.spacy_backend import shared_annotator
+
+    return shared_annotator(sentences=SENTENCES)
 
 
 @functools.lru_cache(maxsize=8)

@@ -39,7 +39,7 @@ from prior.pipeline.parsers.artifact import (
     vocabularies_from_supar,
 )
 from prior.pipeline.parsers.base import Parse
-from prior.pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
+from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, batch_tensors, no_stage
 from prior.pipeline.parsers.spacy_backend import (
     SpacyAnnotator,
     doc_to_parse,
@@ -157,10 +157,16 @@ class BiaffineModel:
                 out[idx[row]] = (arc_row[1 : n + 1], [self.vocab.rels[r] for r in rel_row[1 : n + 1]])
         return out
 
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
-        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root (fast path)."""
-        return self._run(sentences, lambda batch: self.fast.predict(*batch_tensors(self.vocab, batch),
-                                                                     banned_rel=self._bos_rel))
+    def predict(self, sentences: Sequence[Sequence[str]],
+                stage: Stage = no_stage) -> list[tuple[list[int], list[str]]]:
+        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root (fast path).
+        ``stage`` clocks the stages (``bench/parse_profile.py``)."""
+        def batch(words: list[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+            with stage("tensors"):
+                tensors = batch_tensors(self.vocab, words)
+            return self.fast.predict(*tensors, banned_rel=self._bos_rel, stage=stage)
+
+        return self._run(sentences, batch)
 
     def predict_supar(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
         """The same as :meth:`predict` through supar's own forward + decode (the reference)."""
@@ -209,8 +215,21 @@ class BiaffineParser:
 
     def parse(self, texts: Sequence[str]) -> list[Parse]:
         docs = self.annotator.docs(texts)
+        spans, words = self.sentence_words(docs)
+        return self.assemble(docs, spans, self.biaffine.predict(words))
+
+    @staticmethod
+    def sentence_words(docs: Sequence[Any]) -> tuple[list[tuple[int, int, int]], list[list[str]]]:
+        """Each spaCy sentence of ``docs`` as (doc index, start, end) and its words: what the
+        model parses."""
         spans = [(d, s.start, s.end) for d, doc in enumerate(docs) for s in doc.sents]
-        preds = self.biaffine.predict([[t.text for t in docs[d][a:b]] for d, a, b in spans])
+        return spans, [[t.text for t in docs[d][a:b]] for d, a, b in spans]
+
+    @staticmethod
+    def assemble(docs: Sequence[Any], spans: Sequence[tuple[int, int, int]],
+                 preds: Sequence[tuple[list[int], list[str]]]) -> list[Parse]:
+        """One Parse per doc: spaCy's annotations, the model's heads and relations per sentence
+        (heads shifted to index the whole text)."""
         heads: list[list[int]] = [[0] * len(doc) for doc in docs]
         rels: list[list[str]] = [[""] * len(doc) for doc in docs]
         for (d, a, b), (h, r) in zip(spans, preds):
