@@ -22,6 +22,7 @@ spaCy's ``senter`` rather than spaCy's dependency parser (see :mod:`.spacy_backe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import torch
 
 from prior.errors import ResourceError
+from prior.featurestore.recipe import option
 from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,
@@ -83,18 +85,29 @@ def load_supar_model(spec: str) -> LoadedModel:
                        config={})
 
 
+def _names_a_path(spec: str) -> bool:
+    """Whether a model spec is written as a path (a separator, ``~``, a leading ``.``, or a file
+    suffix) rather than a published supar model name (``biaffine-dep-en``)."""
+    return any(sep in spec for sep in ("/", os.sep)) or spec.startswith(("~", ".")) or bool(Path(spec).suffix)
+
+
 def load_model(spec: str | Path | None = None) -> LoadedModel:
-    """Resolve and load a biaffine model (see module docstring)."""
+    """Resolve and load a biaffine model (see module docstring). A spec written as a path that
+    does not exist is an error here, before supar would try to download it as a model name."""
     if spec is None or str(spec) == "":
         path = default_model_dir()
         if not path.exists():
             raise ResourceError(f"biaffine parser model directory {path} is missing; reinstall prior (its "
                                 "package ships the model), set PRIOR_PARSER_MODEL, retrain it with "
-                                "`prior parser train`, or use `--parser spacy`")
+                                f"`prior parser train`, or use {option('parser', 'spacy')}")
         return load_artifact(path)
     path = Path(spec).expanduser()
     if path.is_dir():
         return load_artifact(path)
+    if not path.exists() and _names_a_path(str(spec)):
+        raise ResourceError(f"biaffine parser model {str(spec)!r} does not exist: give a model directory exported by "
+                            "`prior parser train`, a supar checkpoint file or a published supar model name, "
+                            f"or use {option('parser', 'spacy')}")
     return load_supar_model(str(spec))
 
 
