@@ -11,6 +11,8 @@ Choices:
   (meta.json, README, licences, accuracy.json and config.cfg are left out: they differ between
   re-uploads without changing output). Both packages therefore give the same parse ids, and a
   different set of weights under the same name does not.
+- Emoji sequences (ZWJ sequences such as 👨‍👩‍👧, skin tones, ❤️) are one word each
+  (:mod:`prior.pipeline.parsers.emoji`, first in the pipeline; part of the fingerprint).
 - Texts are parsed after :func:`prior.featurestore.keys.normalize_text` (NFC, whitespace collapsed,
   stripped), the same text the sentence key hashes, so a parse depends on the key only and
   spaCy never produces whitespace tokens.
@@ -42,6 +44,8 @@ from typing import Any
 from prior.errors import ResourceError
 from prior.featurestore.keys import normalize_text
 from prior.pipeline.parsers.base import Parse
+from prior.pipeline.parsers.emoji import COMPONENT as EMOJI_COMPONENT
+from prior.pipeline.parsers.emoji import add_emoji_component
 from prior.pipeline.parsers.spacy_models import find_spacy_model, import_spacy, installed_model_dir
 
 _EXCLUDED_FILES = {"meta.json", "README.md", "LICENSE", "LICENSES_SOURCES", "accuracy.json", "config.cfg"}
@@ -74,6 +78,7 @@ def spacy_fingerprint(model_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "spacy_model": model_identity(meta),
         "spacy_weights": _cached_digest(str(model_dir)),
         "spacy": ".".join(metadata.version("spacy").split(".")[:2]),
+        "emoji": "sequences-joined",  # prior.pipeline.parsers.emoji: words changed for texts with emoji sequences
     }
 
 
@@ -128,6 +133,7 @@ class SpacyAnnotator:
                 self.nlp = spacy.load(self.package)
         except OSError as exc:
             raise ResourceError(f"cannot load spaCy model {self.package!r}: {exc}") from exc
+        add_emoji_component(self.nlp)
         self.batch_size = batch_size
         self.model_id = model_identity(self.nlp.meta)
         if self.nlp.path is None:
@@ -150,7 +156,8 @@ class SpacyAnnotator:
                 token.is_sent_start = i == 0
             return doc
 
-        return list(self.nlp.pipe((make(w) for w in sentences), batch_size=self.batch_size))
+        return list(self.nlp.pipe((make(w) for w in sentences), batch_size=self.batch_size,
+                                  disable=[EMOJI_COMPONENT]))  # gold words stay as given
 
 
 def doc_heads_rels(doc: Any) -> tuple[list[int], list[str]]:
