@@ -106,6 +106,7 @@ def profile_chunk(parser: Any, texts: list[str], clock: Clock) -> list[Any]:
     """``parser.parse(texts)`` stage by stage (the parser's own code), each stage clocked."""
     from prior.featurestore.keys import normalize_text
     from prior.pipeline.parsers.spacy_backend import doc_to_parse
+    from prior.pipeline.parsers.spacy_kernels import single_threaded_blas
 
     annotator = parser.annotator
     nlp = annotator.nlp
@@ -114,8 +115,9 @@ def profile_chunk(parser: Any, texts: list[str], clock: Clock) -> list[Any]:
     with clock("tokenizer"):
         docs = [nlp.tokenizer(t) for t in normalized]
     for name, component in nlp.pipeline:
-        with clock(f"spacy:{name}"):
-            docs = list(component.pipe(docs, batch_size=annotator.batch_size))
+        with clock(f"spacy:{name}"), single_threaded_blas():  # as the annotator runs them
+            pipe = getattr(component, "pipe", None)  # a function component has none
+            docs = list(pipe(docs, batch_size=annotator.batch_size)) if pipe else [component(d) for d in docs]
     if parser.name == "spacy":
         with clock("records"):
             return [doc_to_parse(doc).to_record() for doc in docs]

@@ -41,7 +41,7 @@ from prior.pipeline.parsers.artifact import (
     vocabularies_from_supar,
 )
 from prior.pipeline.parsers.base import Parse
-from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, batch_tensors, no_stage
+from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, batch_tensors, no_stage, quantize_dynamic_int8
 from prior.pipeline.parsers.spacy_backend import (
     SpacyAnnotator,
     doc_to_parse,
@@ -208,8 +208,14 @@ class BiaffineParser:
     name = "biaffine"
 
     def __init__(self, model: str | Path | None = None, annotator: SpacyAnnotator | None = None,
-                 batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "auto") -> None:
+                 batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "auto", int8: bool = False) -> None:
+        if int8 and device == "auto":
+            device = "cpu"  # int8 weights run on the CPU only
         self.biaffine = BiaffineModel(load_model(model), batch_tokens, device)
+        self.int8 = int8
+        if int8:
+            self.name = "biaffine-int8"
+            self.biaffine.fast = quantize_dynamic_int8(self.biaffine.fast)
         self._annotator = annotator
 
     @property
@@ -224,7 +230,7 @@ class BiaffineParser:
             spacy_part, sentences = self._annotator.fingerprint(), self._annotator.sentences
         else:
             spacy_part, sentences = fingerprint_of_package(), splitter_of_package(None, SENTENCES)
-        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences)
+        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences, int8=self.int8)
 
     def parse(self, texts: Sequence[str]) -> list[Parse]:
         docs = self.annotator.docs(texts)
