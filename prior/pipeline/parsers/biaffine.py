@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from prior.errors import ResourceError
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,

@@ -42,7 +42,8 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ContextManager
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -57,10 +58,10 @@ DEVICES = ("auto", "cpu", "cuda")
 REL_CHUNK = 128  # words per relation-score chunk (see FastBiaffine.rel_scores)
 #: A stage clock: ``stage("encode")`` is a context manager around one stage of a prediction
 #: (``bench/parse_profile.py`` passes one that adds up CPU time per stage; by default none).
-Stage = Callable[[str], ContextManager[None]]
+Stage = Callable[[str], AbstractContextManager[None]]
 
 
-def no_stage(name: str) -> ContextManager[None]:
+def no_stage(name: str) -> AbstractContextManager[None]:
     """The stage clock that measures nothing."""
     return contextlib.nullcontext()
 

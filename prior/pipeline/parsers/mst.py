@@ -62,7 +62,7 @@ def _arborescence(scores: np.ndarray) -> np.ndarray:
             chosen[a] = (u, d, score)
             b = int(top[u])
             if b == 0 or b not in path:
-                if b == 0 or b in chosen and b not in path:  # reached the root, or a finished path
+                if b == 0 or b in chosen:  # reached the root, or a finished path
                     break
                 path.append(b)
                 a = b

@@ -26,7 +26,7 @@ import numpy as np
 def _matmul_ops() -> Any:
     from thinc.api import NumpyOps
 
-    class NumpyMatmulOps(NumpyOps):  # type: ignore[misc]  # thinc's classes are untyped
+    class NumpyMatmulOps(NumpyOps):
         """thinc's NumpyOps with ``gemm`` by ``numpy.matmul`` (OpenBLAS)."""
 
         name = "numpy-matmul"
