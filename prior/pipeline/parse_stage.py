@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from prior.hints import option
 from prior.pipeline.build_report import StageReport
 from prior.pipeline.build_run import BuildRun, count
-from prior.pipeline.parsers.base import over_limit
+from prior.pipeline.parsers.base import CHARS_PER_WORD, over_limit
 from prior.pipeline.partitions import PARSE_COST_PER_SENTENCE, partitions
 from prior.pipeline.runner import Job
 from prior.pipeline.tasks import ParseTask, PartitionResult
@@ -72,9 +72,9 @@ def _too_long(run: BuildRun, stage: StageReport, todo: list[str], texts: dict[st
         return set()
     stage.failed += len(too_long)
     where = sentence_rows(run, too_long)
-    stage.failures += [f"{where[k]}: {n} words, over the {limit}-word limit ({option('max_words')})"
-                       for k, n in too_long.items()]
-    run.report.notes.append(f"{len(too_long)} sentence(s) over the {limit}-word limit were not parsed; "
+    stage.failures += [f"{where[k]}: {n} ({option('max_words')})" for k, n in too_long.items()]
+    run.report.notes.append(f"{len(too_long)} sentence(s) over the length limit ({limit} words or "
+                            f"{limit * CHARS_PER_WORD:,} characters) were not parsed; "
                             f"their pairs get no features (raise the limit with {option('max_words')})")
     return set(too_long)
 
