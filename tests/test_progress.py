@@ -116,3 +116,19 @@ def test_progress_interval_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(DataError, match="PRIOR_PROGRESS_INTERVAL='often' is not a number of seconds"), \
             bars(console=Console(file=io.StringIO(), force_terminal=False)):
         pass
+
+
+def test_progress_terminal_time_left_is_taken_at_the_recent_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal the bars' time-left column is :class:`RecentRate`'s, not rich's estimate
+    from the last two reports."""
+    from prior.progress import bars
+
+    monkeypatch.setenv("PRIOR_NO_PROGRESS", "0")
+    with bars(console=Console(file=io.StringIO(), force_terminal=True, width=100)) as progress:
+        column = next(c for c in progress.columns if type(c).__name__ == "RecentRemainingColumn")
+        task_id = progress.add_task("parse", total=100, info="")
+        task = progress.tasks[0]
+        assert column.render(task).plain == "-:--:--"  # nothing done yet: unknown, not zero
+        progress.advance(task_id, 50)
+        rate = column.rates[task_id]
+        assert column.render(task).plain != "-:--:--" and rate.rate() > 0
