@@ -200,7 +200,8 @@ def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_pa
     shutil.copytree(store_path, copy)
     store = open_store(copy, create=False)
     wup = entries["wup"]
-    legacy = make_entry("wup", wup.version, {**wup.params, "extra": 1}, wup.parse, "pair", wup.components)
+    legacy = make_entry("wup", wup.version, {**wup.params, "extra": 1}, wup.parse, "pair", wup.components,
+                        layout=wup.layout)
     data = store.load_feature(wup)
     keys = list(data.keys)
     store.write_feature(legacy, keys, [data.get(k) for k in keys])

@@ -57,6 +57,8 @@ def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
         data = fs.read_bytes(rel)
     except FileNotFoundError:
         raise damaged(segment, inner, "is missing") from None
+    except OSError as exc:  # a folder where the file belongs, a file where a folder does
+        raise damaged(segment, inner, f"cannot be read as a file ({type(exc).__name__})") from None
     if verified:
         return data
     if len(data) != expected["size"]:
