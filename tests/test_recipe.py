@@ -51,3 +51,16 @@ def test_library_users_get_words_not_flags(monkeypatch: pytest.MonkeyPatch) -> N
     assert rc.render_parse_pick(None, "p1") == "parse p1"
     monkeypatch.setattr(rc, "_renderer", CommandLines())
     assert rc.render(FULL).startswith("prior build --dataset")
+
+
+def test_messages_name_options_through_the_installed_namer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prior.hints.option`: flags under the `prior` command (installed by importing prior.cli),
+    words for library users."""
+    import prior.cli  # noqa: F401 - installs the command line's namer
+    from prior import hints
+
+    assert hints.option("parser") == "--parser" and hints.option("drop_damaged") == "--drop-damaged"
+    assert hints.option("backbone", "ID|PATH") == "--backbone 'ID|PATH'"
+    assert hints.option("dataset", "-x") == "--dataset=-x" and hints.option("option", "k=v") == "-o k=v"
+    monkeypatch.setattr(hints, "_namer", hints._words)
+    assert hints.option("parser") == "`parser`" and hints.option("backbone", "PATH") == "backbone=PATH"

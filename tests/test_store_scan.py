@@ -28,9 +28,9 @@ from prior.errors import DataError, NotFoundError
 from prior.featurestore import Request, make_entry, open_store
 from prior.featurestore import keys as K
 from prior.featurestore.export import export_parquet
-from prior.layouts.kinds import PairMatrix
 from prior.featurestore.selection import EntrySelectionError
 from prior.featurestore.store import Store
+from prior.layouts.kinds import PairMatrix
 
 FEATURES = ["dep", "sdoi", "wup", "tfidf", "dep-no-tfidf"]
 

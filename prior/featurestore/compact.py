@@ -42,10 +42,10 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
 from prior.featurestore.errors import StoreError
 from prior.featurestore.lease import Lease, check_live, claim
-from prior.featurestore.recipe import option
 from prior.featurestore.segment_files import indexed_items, read_arrays, read_parquet, write_parquet
 from prior.featurestore.segments import SKIPPED, SegmentStore
 from prior.featurestore.tensors import write_flat
+from prior.hints import option
 from prior.layouts.ragged import Ragged
 
 TABLES = ("pairs", "sentences", "parses")

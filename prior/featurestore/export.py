@@ -37,9 +37,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prior.errors import DataError, NotFoundError
-from prior.featurestore.recipe import option
 from prior.featurestore.scan import SplitScan
 from prior.featurestore.selection import Request
+from prior.hints import option
 
 if TYPE_CHECKING:
     from prior.featurestore.entries import EntryInfo

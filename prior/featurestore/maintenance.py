@@ -28,9 +28,10 @@ from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, gone_builds, read_leases, stale
 from prior.featurestore.missing import incomplete_pairs, rebuild_recipes, short_splits
-from prior.featurestore.recipe import Recipe, option
+from prior.featurestore.recipe import Recipe
 from prior.featurestore.segments import SegmentStore
 from prior.featurestore.tree import Misplaced, misplaced
+from prior.hints import option
 
 
 @dataclass

@@ -44,7 +44,7 @@ from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name
-from prior.featurestore.recipe import Recipe, option, read_recorded, render
+from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.ref import StoreRef
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.segment_files import (
@@ -59,6 +59,7 @@ from prior.featurestore.segment_files import (
     write_parquet,
 )
 from prior.featurestore.tensors import flatten, write_flat
+from prior.hints import option
 from prior.layouts.ragged import Ragged
 
 FORMAT: dict[str, Any] = {"format": "prior-store", "version": 2}

@@ -42,12 +42,12 @@ from prior.featurestore.recipe import (
     EntryPick,
     FeatureRecipe,
     Recipe,
-    option,
     render,
     render_entry_pick,
     render_parse_pick,
 )
 from prior.featurestore.splits import checked_rows, leave_out_skipped
+from prior.hints import option
 
 if TYPE_CHECKING:
     import polars as pl

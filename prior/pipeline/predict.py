@@ -38,8 +38,8 @@ from prior.errors import DataError, PriorError
 from prior.featurestore import StoreRef, open_store
 from prior.featurestore import keys as K
 from prior.featurestore.errors import StoreError
-from prior.featurestore.recipe import option
 from prior.featurestore.store import EntryInfo, SplitRows, Store
+from prior.hints import option
 
 _RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")
 
