@@ -34,6 +34,7 @@ from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.names import file_problem, name_problem
 from prior.featurestore.recipe import options_problem, recorded_recipe_problem
+from prior.hints import option
 from prior.layouts.kinds import from_json as layout_from_json
 
 CATALOG = "catalog"
@@ -42,7 +43,9 @@ KINDS = ("pairs", "sentences", "parses", "feature", "resource")
 #: a pairs record's meta field that holds its split's manifest (`prior.featurestore.splits`)
 MANIFEST = "manifest"
 SEGMENT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{12}")
-REPAIR = "`prior store verify` lists the damage; `prior store gc --drop-damaged`, then a rebuild, repairs it"
+def repair() -> str:
+    """What to do about damage, as a message ends (the option named by the installed namer)."""
+    return f"`prior store verify` lists the damage; `prior store gc {option('drop_damaged')}`, then a rebuild, repairs it"
 # target fields every reader relies on, per kind, with their JSON types
 TARGET_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "pairs": {"dataset": (str,), "split": (str,), "source_sha256": (str,)},
@@ -215,7 +218,7 @@ class Segment:
         try:
             raw = json.loads(text)
         except ValueError as exc:
-            raise StoreError(f"catalog record {source} is damaged (not JSON: {exc}); {REPAIR}") from None
+            raise StoreError(f"catalog record {source} is damaged (not JSON: {exc}); {repair()}") from None
         problem = record_problem(raw, source.rsplit("/", 1)[-1])
         if problem is None:
             try:
@@ -224,7 +227,7 @@ class Segment:
                            meta=dict(raw.get("meta") or {}), lease=str(raw.get("lease") or ""))
             except (ValueError, TypeError) as exc:
                 problem = f"has a malformed field ({exc})"
-        raise StoreError(f"catalog record {source} is damaged: it {problem}; {REPAIR}")
+        raise StoreError(f"catalog record {source} is damaged: it {problem}; {repair()}")
 
 
 def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, Any], rows: int,
@@ -247,7 +250,7 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     lost = [name for name in required if name not in files]
     if not files or lost:
         raise SegmentLostError(f"segment {segment_id} lost {', '.join(lost) or 'its files'} before its commit "
-                               "(its folder was removed, e.g. by `prior store gc --force`); nothing was committed")
+                               f"(its folder was removed, e.g. by `prior store gc {option('force')}`); nothing was committed")
     segment = Segment(id=segment_id, kind=kind, target=target, files=files, rows=rows,
                       created=datetime.now(UTC).isoformat(timespec="seconds"), meta=meta or {}, lease=lease)
     record = f"{CATALOG}/{segment_id}.json"
@@ -291,11 +294,11 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
             continue
         try:
             if not is_segment_id(name[:-len(".json")]):
-                raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
+                raise StoreError(f"catalog file {rel} is not named after a segment id; {repair()}")
             if not fs.inside(rel):
-                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
+                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {repair()}")
             if not fs.is_file(rel):
-                raise StoreError(f"catalog entry {rel} is not a file; {REPAIR}")
+                raise StoreError(f"catalog entry {rel} is not a file; {repair()}")
             segment = Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel)
             segments.append(segment)
             if known is not None:

@@ -106,7 +106,7 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
     if here != parse:
         raise PredictMismatchError(f"parser {spec} gives parse {here[:12]}, but the model was trained on parse "
                                    f"{parse[:12]}: install the parser model it was trained with, or name it "
-                                   "with --parser")
+                                   f"with {option('parser')}")
     store = open_store(store_ref)
     copy_resources(store, entries, resources)
     built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
