@@ -41,6 +41,7 @@ from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
+from prior.featurestore.tree import check_tree
 from prior.pipeline import noop, preflight, startup, worker
 from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
 from prior.pipeline.parsers.base import CHARS_PER_WORD, MAX_WORDS, Parse, over_limit
@@ -585,6 +586,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     _check_settings(options)
     store = open_store(run.store)  # reachable, credentials valid
     _check_store_shared(store, run)
+    check_tree(store.fs)  # a folder where a file belongs, or the reverse: one line, before the lease
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
