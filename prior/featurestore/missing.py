@@ -14,7 +14,7 @@ builds that recompute what it dropped (:func:`rebuild_recipes`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prior.featurestore.entries import EntryInfo
@@ -95,13 +95,15 @@ def short_splits(store: SegmentStore, segments: Sequence[Segment],
     return out
 
 
-def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
-                     skip: set[str]) -> list[tuple[str, str, str, Recipe]]:
+def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment], skip: set[str],
+                     specs: Mapping[str, str] | None = None) -> list[tuple[str, str, str, Recipe]]:
     """(dataset, split, ``verify``'s line, the build that restores them) for each current pairs
     segment whose sentences the store does not hold, or whose sentences lack a parse that a
     feature entry computed from them (so the parse was there and is gone). ``segments``: the
     committed ones; ``skip``: ids of damaged ones (their keys are not read, and what they may
-    hold is not reported again)."""
+    hold is not reported again); ``specs``: parse → parser spec of parses whose records were
+    just dropped (the store records them no more)."""
+    specs = specs or {}
     usable = [s for s in segments if s.id not in skip]
     # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
     damaged_sentences = any(s.kind == "sentences" for s in segments if s.id in skip)
@@ -135,7 +137,8 @@ def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
             else:
                 used = keys & have
             if unparsed := used - parsed.get(info.parse, set()):
-                recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info])
+                recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info],
+                                        parser=specs.get(info.parse))
                 out.append((dataset, split, f"{where}: {len(unparsed)} of its sentences have no parse "
                                             f"{info.parse[:12]} (entry {info.spec} {info.key[:12]} was computed "
                                             f"from it); restore it with: {render(recipe)}", recipe))
@@ -152,15 +155,16 @@ def rebuild_recipes(store: SegmentStore, dropped: Sequence[Segment]) -> list[Rec
     resource (an IDF table) was counted on, with the entries that name it."""
     store.refresh()
     segments = store.segments()
+    specs = {s.target["parse"]: s.target["spec"] for s in dropped if s.kind == "parses"}
     recipes = [restore_recipe(store, s.target["dataset"], s.target["split"], dropped=s)
                for s in dropped if s.kind == "pairs"]
     recipes += [recipe for *_, recipe in short_splits(store, segments, set())]
-    recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set())]
+    recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set(), specs)]
     coverage = Coverage(store)
     for seg in dropped:
         if seg.kind == "feature":
             entry = EntryInfo.from_target(seg.target)
-            recipes += [restore_recipe(store, d, sp, parse=entry.parse, entries=[entry])
+            recipes += [restore_recipe(store, d, sp, parse=entry.parse, entries=[entry], parser=specs.get(entry.parse))
                         for d, sp in store.datasets() if coverage.missing(entry, d, sp)[0]]
         elif seg.kind == "parses":
             recipes += _parse_recipes(store, seg, coverage)
