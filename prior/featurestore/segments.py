@@ -59,6 +59,7 @@ from prior.featurestore.segment_files import (
     write_parquet,
 )
 from prior.featurestore.tensors import flatten, write_flat
+from prior.featurestore.tree import Misplaced
 from prior.hints import option
 from prior.layouts.ragged import Ragged
 
@@ -143,6 +144,9 @@ class SegmentStore:
             self.fs.makedirs("catalog")
             self.fs.makedirs(SEGMENTS)
             return
+        if not self.fs.is_file("STORE.json"):
+            raise StoreError(Misplaced("STORE.json", "is a folder where the store's format file belongs",
+                                       False).line(self.location))
         try:
             fmt = json.loads(self.fs.read_bytes("STORE.json"))
             known = fmt.get("format") == FORMAT["format"] and int(fmt.get("version", 0)) <= FORMAT["version"]
