@@ -76,7 +76,7 @@ class UpgradeReport:
 
     @property
     def upgraded(self) -> bool:
-        return self.before < FORMAT["version"]
+        return self.before < int(FORMAT["version"])
 
 
 def recipe_from_build_args(args: Sequence[str], options: Mapping[str, Any] | None = None) -> Recipe:
@@ -109,7 +109,7 @@ def _recipe(holder: dict[str, Any], options: Mapping[str, Any] | None) -> None:
 
 def convert_record(raw: dict[str, Any], manifests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """A format-1 record in format 2 (module docstring); checked by the caller."""
-    new = json.loads(json.dumps({k: v for k, v in raw.items() if k != "checksum"}))
+    new: dict[str, Any] = json.loads(json.dumps({k: v for k, v in raw.items() if k != "checksum"}))
     kind, target, meta = new.get("kind"), new.get("target"), new.setdefault("meta", {})
     if not isinstance(target, dict) or not isinstance(meta, dict):
         return new

@@ -96,6 +96,7 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
            parser: str | None, text_a: str, text_b: str, resources: StoreRef | str | None, workers: int,
            progress: bool, max_words: int | None) -> BuiltPairs:
     from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
+    from prior.pipeline.parsers.base import MAX_WORDS
     from prior.pipeline.datasets.lines import file_sha256
     from prior.pipeline.parsers import fingerprint_of
 
@@ -120,8 +121,7 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
             dataset=str(file), name=name, features=tuple(built_by), parser=spec,
             feature_options={k: v for k, v in options.items() if v},
             columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
-            restore={e.name: dict(e.params) for e in entries},
-            **({"max_words": max_words} if max_words is not None else {})),
+            restore={e.name: dict(e.params) for e in entries}, max_words=max_words or MAX_WORDS),
             RunOptions(store=store.ref, workers=workers, progress=progress))
     except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
         reasons = ", ".join(f"{n} {reason}" for reason, n in exc.counts.items()) or "no rows"
