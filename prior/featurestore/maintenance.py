@@ -58,7 +58,7 @@ def store_info(store: SegmentStore) -> StoreInfo:
     for e in store.entries():
         parts = [s for s in segs if s.kind == "feature" and s.target["entry"] == e.key]
         entries.append({"entry": e.key, "feature": e.spec, "scope": e.scope, "components": list(e.components),
-                        "default": e.is_default, "options": e.options or {}, "built_by": e.built_by,
+                        "default": e.is_default, "options": e.options, "built_by": e.built_by,
                         "recipe": e.recipe.to_dict() if e.recipe is not None else {},
                         "params": e.params, "parse": e.parse, "items": sum(p.rows for p in parts),
                         "segments": len(parts), "bytes": sum(f["size"] for p in parts for f in p.files.values())})

@@ -21,7 +21,7 @@ from prior.featurestore.entries import EntryInfo
 from prior.featurestore.names import name_problem
 from prior.featurestore.rebuild import MissingDataError, restore_recipe
 from prior.featurestore.recipe import Recipe, render
-from prior.featurestore.segment_files import source_of
+from prior.featurestore.segment_files import read_parquet, source_of
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import split_shape
 
@@ -87,7 +87,7 @@ def short_splits(store: SegmentStore, segments: Sequence[Segment],
     for (dataset, split), segs in sorted(current_splits(segments).items()):
         if any(s.id in skip for s in segs):
             continue
-        rows = {r for s in segs for r in store.pair_rows_of(s)["row"].to_list()}
+        rows = {r for s in segs for r in read_parquet(store.fs, s, "pairs.parquet", ["row"]).column("row").to_pylist()}
         shape = split_shape(segs, len(rows))
         if shape.short:
             recipe = restore_recipe(store, dataset, split)

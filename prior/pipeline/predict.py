@@ -113,7 +113,7 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
     built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
     options: dict[str, dict[str, object]] = {name: {} for name in built_by}
     for e in entries:
-        options[e.built_by or e.name].update(e.options or {})
+        options[e.built_by or e.name].update(e.options)
     content = f"{file_sha256(file)}\0{text_a}\0{text_b}".encode()
     name = "predict-" + hashlib.blake2b(content, digest_size=8).hexdigest()
     try:
