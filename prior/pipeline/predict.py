@@ -96,9 +96,9 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
            parser: str | None, text_a: str, text_b: str, resources: StoreRef | str | None, workers: int,
            progress: bool, max_words: int | None) -> BuiltPairs:
     from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
-    from prior.pipeline.parsers.base import MAX_WORDS
     from prior.pipeline.datasets.lines import file_sha256
     from prior.pipeline.parsers import fingerprint_of
+    from prior.pipeline.parsers.base import MAX_WORDS
 
     if not file.is_file():
         raise PriorError(f"no such file: {file}")
