@@ -77,7 +77,8 @@ def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "e
     n = [len(texts[k]) for k in keys]
     store.write_parses(PARSE, parser or {"parser": "hand"}, keys, [
         {"words": texts[k], "lemmas": texts[k], "upos": ["X"] * m, "tags": ["X"] * m,
-         "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)])
+         "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)],
+        spec="spacy" if (parser or {}).get("backend") == "spacy" else "biaffine")
     pair_keys = [K.pair_key(K.sentence_key(" ".join(p[0])), K.sentence_key(" ".join(p[2]))) for p in PAIRS]
     shapes = [(len(p[0]), len(p[2])) for p in PAIRS]
     mats = [np.array([[pair_value(i, a, b) for b in range(m)] for a in range(n_)], dtype=np.float32)

@@ -35,6 +35,7 @@ from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leas
 from prior.featurestore.names import name_problem
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.store import Store
+from prior.featurestore.tree import check_tree
 from prior.hints import option
 from prior.pipeline import noop, preflight
 from prior.pipeline.build_options import BuildOptions, RunOptions
@@ -64,6 +65,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     _check_settings(options)
     store = open_store(settings.store)  # reachable, credentials valid
     _check_store_shared(store, settings)
+    check_tree(store.fs)  # a folder where a file belongs, or the reverse: one line, before the lease
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work

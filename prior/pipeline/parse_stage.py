@@ -76,7 +76,20 @@ def _too_long(run: BuildRun, stage: StageReport, todo: list[str], texts: dict[st
     run.report.notes.append(f"{len(too_long)} sentence(s) over the length limit ({limit} words or "
                             f"{limit * CHARS_PER_WORD:,} characters) were not parsed; "
                             f"their pairs get no features (raise the limit with {option('max_words')})")
+    _record_skipped(run, {k: texts[k] for k in too_long})
     return set(too_long)
+
+
+def _record_skipped(run: BuildRun, texts: dict[str, str]) -> None:
+    """Record, with the parse, the sentences too long to parse and which limit they are over, so
+    that reads leave their pairs out (`prior.featurestore.splits`); those recorded before as such
+    are not written again."""
+    limit = run.options.max_words
+    reasons = {k: f"over the {limit}-word limit" if len(t.split()) > limit
+               else f"over the {limit * CHARS_PER_WORD}-character limit" for k, t in texts.items()}
+    known = run.store.skipped_sentences(run.report.parse)
+    if new := {k: r for k, r in reasons.items() if known.get(k) != r}:
+        run.store.write_parses(run.report.parse, run.fingerprint, [], [], spec=run.options.parser, skipped=new)
 
 
 def sentence_rows(run: BuildRun, keys: Iterable[str]) -> dict[str, str]:

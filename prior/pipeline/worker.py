@@ -94,8 +94,10 @@ def parse_partition(task: ParseTask) -> PartitionResult:
                 failures.append((key, _short(exc)))
     done, raced = committed()  # a racing copy of this task, or another build, committed meanwhile
     ok = [(k, p) for k, p in zip(keys, parses) if p is not None and k not in done]
+    # what the parser failed on is recorded with the parses: reads leave those pairs out
     store.write_parses(task.parse, task.fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
-                       spec=task.parser, meta={TASK_META: task.token})
+                       spec=task.parser, skipped={k: "the parser failed on it" for k, _ in failures if k not in done},
+                       meta={TASK_META: task.token})
     skipped = len(task.keys) - len(ok) - len(failures)
     return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)
 

@@ -33,7 +33,7 @@ from prior.featurestore.selection import (
     select_parse,
 )
 from prior.featurestore.store import EntryInfo
-from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
+from prior.layouts.kinds import Layout, WordIds
 from prior.layouts.views import VIEWS, column_name, view_of
 from prior.trainers.sources import FEATURE_MODES, FeatureSource, derangement, source_for
 from prior.trainers.tokens import Encoded, encode_indexed
@@ -72,15 +72,20 @@ def read_entries(store: Store, feature: str, dataset: str, split: str, *, reques
         raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}", recipe=exc.recipe) from None
 
 
-def feature_source(store: Store, feature: str, dataset: str, split: str, pair_keys: Sequence[str],
-                   key_a: Sequence[str], key_b: Sequence[str], *, request: Request | None = None,
-                   entries: dict[str, str] | None = None) -> tuple[FeatureSource, list[EntryInfo]]:
-    """The batch source of ``feature`` (an entry or a view) for a split's pairs, and the
-    entries it reads. A view combines its entries (`prior.layouts.views`); a plain entry is read by
-    the layout it recorded."""
+def feature_entries(store: Store, feature: str, dataset: str, split: str, *, request: Request | None = None,
+                    entries: dict[str, str] | None = None) -> list[EntryInfo]:
+    """The entries ``feature`` (an entry or a view) is read from for a split (`read_entries`)."""
     view = view_of(feature)
     recorded = None if entries is None else {n: entries[n] for n in view.entries if n in entries}
-    chosen = read_entries(store, feature, dataset, split, request=request, entries=recorded)
+    return read_entries(store, feature, dataset, split, request=request, entries=recorded)
+
+
+def feature_source(store: Store, feature: str, chosen: list[EntryInfo], pair_keys: Sequence[str],
+                   key_a: Sequence[str], key_b: Sequence[str]) -> FeatureSource:
+    """The batch source of ``feature`` (an entry or a view) read from the ``chosen`` entries
+    (`feature_entries`) for a split's pairs. A view combines its entries
+    (`prior.layouts.views`); a plain entry is read by the layout it recorded."""
+    view = view_of(feature)
     values = gather(store, chosen, pair_keys, key_a, key_b)
     fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
     main = chosen[0]
@@ -89,16 +94,13 @@ def feature_source(store: Store, feature: str, dataset: str, split: str, pair_ke
         layout, column = view.layout, view.column or feature
         values[column] = view.combine(values, dict(view.options))
     else:
-        layout = main.layout or LEGACY_LAYOUTS.get(main.name)
-        if layout is None:
-            raise MissingFeatureError(f"entry {main.spec} {main.key[:12]} records no storage layout: "
-                                      "rebuild it with this version of prior")
+        layout = main.layout
         column = column_name(main.name, layout.component)
     table = None
     if isinstance(layout, WordIds):
         table, fingerprint["vocabulary"] = _vector_table(store, main, layout)
         fingerprint["embedding_kind"] = main.params.get("kind")  # GiBERT's injection place (emb entry)
-    return source_for(layout, values, column, fingerprint, table), chosen
+    return source_for(layout, values, column, fingerprint, table)
 
 
 def _vector_table(store: Store, entry: EntryInfo, layout: WordIds) -> tuple[np.ndarray, str]:
@@ -255,31 +257,38 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     feature, of ``parse`` (an id: what a checkpoint recorded), else of the parse of ``parser``
     (a ``--parser`` value; default: the default parser), never of "the latest" parse
     (`prior.featurestore.selection.select_parse`)."""
-    pairs = store.pairs(dataset, split)
-    if limit is not None:
-        pairs = pairs.head(limit)
-    if pairs.height == 0:
-        raise DataError(f"{store.location}: {dataset}/{split} has no pairs")
-    key_a, key_b = pairs["key_a"].to_list(), pairs["key_b"].to_list()
-    pair_keys = pairs["pair_key"].to_list()
-    kind, names = split_labels(store, dataset, split)
-    labels = _labels(pairs["label"].to_list(), kind, names, dataset, split)
-
-    source: FeatureSource | None = None
     read = None
+    chosen: list[EntryInfo] = []
     if feature is not None:
         read = read_name(feature, dep_view)
-        source, chosen = feature_source(store, read, dataset, split, pair_keys, key_a, key_b,
-                                        request=request, entries=entries)
+        chosen = feature_entries(store, read, dataset, split, request=request, entries=entries)
         parse = chosen[0].parse
     elif dep_view not in (None, "dep"):
         raise PriorError(f"a dep view ({dep_view}) applies to DAFA's `dep` feature only; this model "
                          "reads no store feature")
     else:
+        every = store.split_rows(dataset, split).rows
         try:
-            parse = select_parse(store, key_a + key_b, parse=parse, parser=parser, dataset=dataset, split=split)
+            parse = select_parse(store, every["key_a"].to_list() + every["key_b"].to_list(), parse=parse,
+                                 parser=parser, dataset=dataset, split=split)
         except ParseSelectionError as exc:
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
+    # the split's rows as the store serves them to a read of this parse: checked against its
+    # manifest, the pairs whose build skipped a sentence left out (and counted in `skipped`)
+    served = store.split_rows(dataset, split, parse=parse)
+    if served.note:
+        log.warning(served.note)
+    pairs = served.rows
+    if limit is not None:
+        pairs = pairs.head(limit)
+    if pairs.height == 0:
+        raise DataError(f"{store.location}: {dataset}/{split} has no pairs"
+                        + (f" ({served.note})" if served.note else ""))
+    key_a, key_b = pairs["key_a"].to_list(), pairs["key_b"].to_list()
+    pair_keys = pairs["pair_key"].to_list()
+    kind, names = split_labels(store, dataset, split)
+    labels = _labels(pairs["label"].to_list(), kind, names, dataset, split)
+    source = feature_source(store, read, chosen, pair_keys, key_a, key_b) if read is not None else None
     parses = store.parses(set(key_a) | set(key_b), parse=parse, columns=("words",))
     words = dict(zip(parses["sent_key"].to_list(), parses["words"].to_list()))
     missing = [k for k in set(key_a) | set(key_b) if k not in words]
