@@ -145,6 +145,8 @@ class PlainLines:
             step = lines.add_task("train", total=steps, info="")
             ...
             lines.update(step, completed=done, info=f"loss {loss:.3f}")
+            if done % 100 == 0:
+                lines.write_line(step)  # one more line, beside the timed ones
     """
 
     def __init__(self, out: IO[str], interval: float | None = None) -> None:
@@ -195,6 +197,14 @@ class PlainLines:
             if not stage.finished and stage.total is not None and stage.completed >= stage.total:
                 stage.finished = True
                 self._write(stage, "done")
+
+    def write_line(self, task_id: Any) -> None:
+        """Write a stage's line now, between the timed ones (a training loop's line every N
+        steps or at an epoch's end)."""
+        with self._lock:
+            stage = self._stages[task_id]
+            if not stage.finished:
+                self._write(stage, "")
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):

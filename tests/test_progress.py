@@ -132,3 +132,15 @@ def test_progress_terminal_time_left_is_taken_at_the_recent_rate(monkeypatch: py
         progress.advance(task_id, 50)
         rate = column.rates[task_id]
         assert column.render(task).plain != "-:--:--" and rate.rate() > 0
+
+
+def test_progress_plain_lines_write_a_line_when_asked() -> None:
+    from prior.progress import PlainLines
+
+    sink = io.StringIO()
+    with PlainLines(sink, interval=3600) as lines:
+        task = lines.add_task("train", total=10, info="")
+        lines.update(task, completed=4, info="loss 0.5")
+        lines.write_line(task)
+    assert sink.getvalue().splitlines()[1].startswith("train: 4/10 (40%), ") and "loss 0.5" in sink.getvalue()
+    assert sink.getvalue().splitlines()[-1].startswith("train: stopped at 4/10 (40%)")
