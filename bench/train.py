@@ -70,7 +70,8 @@ def _has_feature(store, model: str) -> bool:
 
 
 def cmd_runs(args: argparse.Namespace) -> None:
-    from prior.trainers.loop import TrainConfig, train
+    from prior.trainers.config import DataSpec, ModelSpec, RunSpec, TrainConfig
+    from prior.trainers.loop import train
 
     store = _store(args.store)
     out_path = OUT / f"train-{args.regime}.jsonl"
@@ -85,9 +86,9 @@ def cmd_runs(args: argparse.Namespace) -> None:
             run_dir = OUT / "train" / args.regime / f"{model}-{args.size}-s{seed}"
             t0 = time.perf_counter()
             summary = train(TrainConfig(
-                model=f"{model}-{args.size}", dataset="mrpc", store=args.store, output=run_dir,
-                seed=seed, sample=0.1 if args.regime == "sample" else None,
-                eval_splits=("test",), progress=False, threads=args.threads))
+                ModelSpec(f"{model}-{args.size}", seed=seed),
+                DataSpec("mrpc", sample=0.1 if args.regime == "sample" else None, eval_splits=("test",)),
+                RunSpec(output=run_dir, store=args.store, progress=False, threads=args.threads)))
             record = {"model": model, "size": args.size, "regime": args.regime, "seed": seed,
                       "seconds": time.perf_counter() - t0, "loadavg_end": list(os.getloadavg()),
                       "step_seconds": _mean_step_seconds(run_dir), **summary}
