@@ -1,47 +1,115 @@
-"""The command line's syntax lives in ``prior/cli/`` alone: no module below it assembles a command line
-(flag spellings as list elements, ``prior build …`` lines or ``-o`` flags built in f-strings).
-Lower layers hand a recipe or a pick to the renderer ``prior.cli`` installs."""
+"""The command line's syntax lives in ``prior/cli/`` alone: no module below it spells a flag of
+the `prior` command in a string — not in a message, a list of arguments, an f-string or a dict
+key. Lower layers name an option with ``option("parser")`` and a build with a `Recipe`, and
+the renderer the CLI installs writes them (``--parser``, ``prior build …``); a library user
+gets words.
+
+The flags are read from the command itself (every option of every command), so a new option
+is covered the day it is added. Docstrings and comments may name flags: they document the
+command line, they print nothing."""
 
 from __future__ import annotations
 
 import ast
-import itertools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import typer.main
+
+from prior.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "prior"
-CLI = PACKAGE / "cli"
-FLAG = re.compile(r"^--?[a-z][a-z0-9-]*$")
-# an f-string that writes a command line: `prior <command> … --flag {value}`, or a read's pick
-# flags (`-o F.K=V`, `--entry KEY`, `--parse ID`, `--parser SPEC`); a message that names a flag
-# the user gave with its value ("--name 'x' is not a name") is prose
-COMMAND = re.compile(r"prior [a-z]+( [^`]*)? --?[a-z][a-z0-9-]*[ =]$")
-LEADING = re.compile(r"^(-o|--entry|--parse|--parser) $")
 
 
-def violations(source: str, where: str) -> list[str]:
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            out += [f"{where}:{e.lineno}: flag {e.value!r} as a list element" for e in node.elts
-                    if isinstance(e, ast.Constant) and isinstance(e.value, str) and FLAG.match(e.value)]
+def cli_flags() -> set[str]:
+    """Every option spelling of every `prior` command and group (``--parser``, ``-o``, …)."""
+    flags: set[str] = set()
+
+    def walk(command: object) -> None:
+        for param in getattr(command, "params", ()):
+            if getattr(param, "param_type_name", None) == "option":
+                flags.update(f for f in (*param.opts, *param.secondary_opts) if f not in ("--help", "-h"))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(typer.main.get_command(app))
+    return flags
+
+
+def _pattern(flags: set[str]) -> re.Pattern[str]:
+    longs = sorted((f for f in flags if f.startswith("--")), key=len, reverse=True)
+    shorts = sorted(f for f in flags if not f.startswith("--"))
+    # a long flag as a word of its own; a short one only where it reads as an option with a value
+    parts = [rf"(?<![\w-]){re.escape(f)}(?![\w-])" for f in longs]
+    parts += [rf"(?<![\w-]){re.escape(f)} +[\w.{{]" for f in shorts]
+    return re.compile("|".join(parts))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _strings(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, text) of every string that is not a docstring; an f-string as one text with
+    ``{}`` where its values go."""
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            parts = node.values
-            for i, (text, value) in enumerate(itertools.pairwise(parts)):
-                if not (isinstance(text, ast.Constant) and isinstance(value, ast.FormattedValue)):
-                    continue
-                if COMMAND.search(text.value) or (i == 0 and LEADING.match(text.value)):
-                    out.append(f"{where}:{node.lineno}: f-string builds a command line ({text.value[-40:]!r}…)")
-    return out
+            skip.update(id(v) for v in node.values)
+            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            yield node.lineno, node.value
 
 
-def test_no_module_below_the_cli_spells_a_command_line() -> None:
-    found = [v for path in sorted(PACKAGE.rglob("*.py")) if not path.is_relative_to(CLI)
-             for v in violations(path.read_text(), str(path.relative_to(ROOT)))]
-    assert not found, "\n".join(found)
+def violations(source: str, where: str, flags: set[str]) -> list[str]:
+    pattern = _pattern(flags)
+    return [f"{where}:{line}: {match.group(0).strip()!r} in {text[:70]!r}"
+            for line, text in _strings(ast.parse(source)) if (match := pattern.search(text))]
+
+
+def lower_modules() -> list[Path]:
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if "cli" not in p.relative_to(PACKAGE).parts[:1]]
+
+
+#: modules whose messages still spell flags, swept as the work in progress on them lands; no
+#: other module may gain one, and a module listed here that no longer has one fails the test
+#: (take it off the list)
+PENDING: set[str] = {
+    "prior/featurestore/catalog.py", "prior/featurestore/compact.py", "prior/featurestore/export.py",
+    "prior/featurestore/maintenance.py", "prior/featurestore/recipe.py", "prior/featurestore/scan.py",
+    "prior/featurestore/segments.py", "prior/featurestore/selection.py",
+    "prior/pipeline/build.py", "prior/pipeline/datasets/api.py", "prior/pipeline/datasets/registry.py",
+    "prior/pipeline/datasets/resolve.py", "prior/pipeline/datasets/tables.py",
+    "prior/pipeline/parsers/__init__.py", "prior/pipeline/parsers/artifact.py",
+    "prior/pipeline/parsers/biaffine.py", "prior/pipeline/parsers/fast_biaffine.py", "prior/pipeline/parsers/train.py",
+    "prior/pipeline/predict.py", "prior/pipeline/preflight.py",
+    }
+
+
+def test_no_module_below_the_cli_spells_a_flag() -> None:
+    flags = cli_flags()
+    assert {"--parser", "--dataset", "--drop-damaged", "-o", "--store"} <= flags
+    found: dict[str, list[str]] = {}
+    for path in lower_modules():
+        where = str(path.relative_to(ROOT))
+        if v := violations(path.read_text(), where, flags):
+            found[where] = v
+    new = [line for where, lines in found.items() if where not in PENDING for line in lines]
+    assert not new, "\n".join(new)
+    assert not PENDING - set(found), f"no flag left in {sorted(PENDING - set(found))}: take it off PENDING"
+
+
+FLAGS = {"--features", "--dataset", "--store", "--embeddings", "--sample", "--name", "--parser", "-o", "--entry"}
 
 
 @pytest.mark.parametrize("code", [
@@ -49,16 +117,24 @@ def test_no_module_below_the_cli_spells_a_command_line() -> None:
     'line = f"prior build --dataset {d} --store {s}"',
     'pick = f"-o {feature}.{k}={v}"',
     'args += ("--embeddings", path)',
-])
-def test_the_check_finds_an_assembled_line(code: str) -> None:
-    assert violations(code, "x.py")
-
-
-@pytest.mark.parametrize("code", [
     'raise E(f"--sample must be in (0, 1], not {x}")',
     'raise E(f"--name {name!r} {problem}")',
     'msg = "build it first with `prior build --dataset` and its name"',
-    'flags = ["-", "x"]',
+    'hints = {"--parser": spec}',
+    'hints = {"pick": "--entry"}',
+    'text = "pick another with --parser"',
 ])
-def test_prose_naming_a_flag_is_not_a_command_line(code: str) -> None:
-    assert not violations(code, "x.py")
+def test_the_check_finds_a_flag_in_any_string(code: str) -> None:
+    assert violations(code, "x.py", FLAGS)
+
+
+@pytest.mark.parametrize("code", [
+    'def f():\n    """Reads ``--parser``\'s parse."""',
+    '# the --parser value\nx = 1',
+    'flags = ["-", "x"]',
+    'apt = "apt-get install -y --no-install-recommends wordnet-base"',
+    'text = "co-ordinate --parsers-of-x"',
+    'name = "x-o y"',
+])
+def test_docstrings_comments_and_other_programs_flags_are_not_ours(code: str) -> None:
+    assert not violations(code, "x.py", FLAGS | {"--parser"})

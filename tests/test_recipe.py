@@ -117,3 +117,16 @@ def test_a_store_with_old_records_prints_the_same_build_lines(tmp_path: Path) ->
     assert "build_args" in (tmp_path / "s" / CATALOG).joinpath(
         next(p.name for p in (tmp_path / "s" / CATALOG).glob("*.json") if "build_args" in p.read_text())).read_text()
     assert lines() == new
+
+
+def test_messages_name_options_through_the_installed_namer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prior.hints.option`: flags under the `prior` command (installed by importing prior.cli),
+    words for library users."""
+    import prior.cli  # noqa: F401 - installs the command line's namer
+    from prior import hints
+
+    assert hints.option("parser") == "--parser" and hints.option("drop_damaged") == "--drop-damaged"
+    assert hints.option("backbone", "ID|PATH") == "--backbone 'ID|PATH'"
+    assert hints.option("dataset", "-x") == "--dataset=-x" and hints.option("option", "k=v") == "-o k=v"
+    monkeypatch.setattr(hints, "_namer", hints._words)
+    assert hints.option("parser") == "`parser`" and hints.option("backbone", "PATH") == "backbone=PATH"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prior.featurestore.recipe import EntryPick, Recipe, set_renderer
+from prior.hints import set_option_namer
 from prior.parser_spec import loads_code
 
 #: appended to a line whose --parser value the store recorded and which loads a pickle (a shell
@@ -108,4 +109,6 @@ class CommandLines:
 
 
 def install() -> None:
-    set_renderer(CommandLines())
+    lines = CommandLines()
+    set_renderer(lines)
+    set_option_namer(lines.option)

@@ -294,12 +294,9 @@ class EntryPick:
 
 
 class Renderer(Protocol):
-    """Text for a recipe, for the picks an entry- or parse-selection error offers, and for the
-    name of an option a message tells the user to give."""
+    """Text for a recipe and for the picks an entry- or parse-selection error offers."""
 
     def recipe(self, recipe: Recipe) -> str: ...
-
-    def option(self, name: str, value: str | None = None) -> str: ...
 
     def entry_pick(self, pick: EntryPick) -> str: ...
 
@@ -316,9 +313,6 @@ def _value(value: Any) -> str:
 
 class PlainRenderer:
     """Words for library users: what to build, not a command line."""
-
-    def option(self, name: str, value: str | None = None) -> str:
-        return f"{name}={value}" if value is not None else f"`{name}`"
 
     def recipe(self, recipe: Recipe) -> str:
         parts = ["a build" + (f" of dataset {recipe.dataset}" if recipe.dataset else "")]
@@ -378,10 +372,3 @@ def render_options(feature: str, options: Mapping[str, Any]) -> str:
 
 def render_parse_pick(parser: str | None, parse: str) -> str:
     return _renderer.parse_pick(parser, parse)
-
-
-def option(name: str, value: str | None = None) -> str:
-    """How a message names the option ``name`` (a parameter's Python name, e.g. ``"parser"``,
-    ``"drop_damaged"``), with ``value`` when given: ``--parser X`` under the `prior` command,
-    ``parser=X`` for library users. Messages below the command line never spell a flag."""
-    return _renderer.option(name, value)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from prior.errors import PriorError
+from prior.hints import option
 from prior.layouts.kinds import Layout, PairMatrix
 from prior.layouts.ragged import Ragged
 
@@ -73,7 +74,7 @@ def resolve_view(feature: str | None, view: str | None) -> str | None:
     if view is None or view == feature:
         return None
     if feature is None:
-        raise PriorError(f"view {view!r} replaces a stored feature, but this model reads none; drop --view")
+        raise PriorError(f"view {view!r} replaces a stored feature, but this model reads none; drop {option('view')}")
     known = variants(feature)
     if view in known:
         return view

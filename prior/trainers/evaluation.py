@@ -20,7 +20,7 @@ import torch
 
 from prior.errors import DataError, PriorError
 from prior.featurestore import StoreRef, open_store
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.layouts.views import resolve_view
 from prior.progress import Progress
 from prior.trainers import metrics

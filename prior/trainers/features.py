@@ -18,9 +18,10 @@ import numpy as np
 
 from prior.errors import PriorError
 from prior.featurestore import Store
-from prior.featurestore.recipe import Recipe, option
+from prior.featurestore.recipe import Recipe
 from prior.featurestore.selection import EntrySelectionError, Request
 from prior.featurestore.store import EntryInfo
+from prior.hints import option
 from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import View, column_name, resolve_view, view_of

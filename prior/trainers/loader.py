@@ -28,7 +28,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from prior.errors import PriorError
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.order import (
     DEFAULT_PIECE,
     DEFAULT_WINDOW,

@@ -17,7 +17,7 @@ from typing import Any
 
 from prior.errors import PriorError
 from prior.featurestore import StoreRef
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.checkpoint import CheckpointError
 from prior.trainers.config import DataSpec, ModelSpec
 from prior.trainers.registry import parse_model_name

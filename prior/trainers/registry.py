@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from prior.errors import PriorError
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.models import MODEL_CLASSES
 
 SIZES = ("base", "large", "mini")
@@ -93,7 +93,7 @@ def task_for(label_kind: str, label_names: tuple[str, ...] | list[str] = (), dat
         return Task("regression", (), REGRESSION_METRICS)
     if label_kind != "class":
         raise PriorError(f"a split with label kind {label_kind!r} cannot be trained on or scored; "
-                         f"build it from a labelled file ({option('label_kind')} class or score)")
+                         f"build it from a labelled file ({option('label_kind', 'class')} or score)")
     names = tuple(label_names)
     paper = PAPER_METRICS.get(dataset or "")
     fits = paper is not None and ("f1" not in paper or len(names) == 2)

@@ -31,7 +31,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from prior.errors import PriorError
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.checkpoint import META_FILE, CheckpointError, read_meta
 
 STATE_FILE = "trainer_state.json"

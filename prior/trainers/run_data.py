@@ -18,7 +18,7 @@ import numpy as np
 
 from prior.errors import DataError, PriorError
 from prior.featurestore import Store
-from prior.featurestore.recipe import option
+from prior.hints import option
 from prior.trainers.config import DataSpec
 from prior.trainers.dataset_ref import StoredDataset
 from prior.trainers.evaluation import EvalSplit

@@ -20,8 +20,8 @@ import torch
 
 from prior.errors import PriorError
 from prior.featurestore import Store, StoreRef, open_store
-from prior.featurestore.recipe import option
 from prior.featurestore.selection import parser_spec
+from prior.hints import option
 from prior.layouts.views import resolve_view
 from prior.trainers import backbones
 from prior.trainers.checkpoint import load_checkpoint

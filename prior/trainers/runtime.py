@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from prior.errors import PriorError
-from prior.featurestore.recipe import option
+from prior.hints import option
 
 DEVICES = ("auto", "cpu", "cuda")
 

@@ -43,6 +43,7 @@ import numpy as np
 
 from prior.errors import NotFoundError, PriorError, ResourceError
 from prior.featurestore.keys import digest
+from prior.featurestore.recipe import FeatureRecipe, Recipe, render
 from prior.layouts.kinds import WordIds
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.parsers.base import Parse
@@ -134,6 +135,14 @@ def oov_stats(split: str, sentences: Sequence[Sequence[str]], ids: Sequence[np.n
     return OovStats(split, tokens, oov_tokens, len(types), len(oov_types))
 
 
+
+def no_embedding_file() -> ResourceError:
+    """The error of an `emb` build that names no embedding file."""
+    line = render(Recipe(features=(FeatureRecipe("emb", inputs={"embeddings": "PATH"}),)))
+    return ResourceError(f"the `emb` feature needs an embedding file: `{line}` "
+                         "(word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+
+
 class EmbFeature(FeatureBase):
     """Sentence feature ``emb``: component ``word_ids`` (int32 per word, -1 = no vector)."""
 
@@ -196,9 +205,7 @@ class EmbFeature(FeatureBase):
                                                     "duplicates": emb.duplicates, "kind": self.kind})
             self.with_vocabulary(emb.words, key=key)
         else:
-            raise ResourceError("the `emb` feature needs an embedding file: "
-                                "`prior build --features emb --embeddings PATH` "
-                                "(word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+            raise no_embedding_file()
         self._restrict(ctx)
 
     def restore(self, ctx: Any, params: Mapping[str, Any]) -> None:

@@ -43,14 +43,13 @@ def _emb(options: FeatureOptions) -> list[Feature]:
     """Checks that an embedding file (or resource, or an entry to restore) is given and exists
     before any work starts; the file's content is checked when the build reads it, before
     anything is written."""
-    from prior.errors import NotFoundError, ResourceError
-    from prior.pipeline.features.emb import EmbFeature
+    from prior.errors import NotFoundError
+    from prior.pipeline.features.emb import EmbFeature, no_embedding_file
 
     emb_options = options.feature_options.get("emb", {})
     check_options("emb", emb_options, [n for n in accepted_names(EmbFeature) if n != "embeddings"])
     if options.embeddings is None and emb_options.get("resource") is None and "emb" not in options.restore:
-        raise ResourceError("the `emb` feature needs an embedding file: `prior build --features emb "
-                            "--embeddings PATH` (word2vec .txt/.bin, GloVe .txt, fastText .vec)")
+        raise no_embedding_file()
     if options.embeddings is not None and not options.embeddings.expanduser().is_file():
         raise NotFoundError(f"embedding file {options.embeddings} does not exist")
     return [EmbFeature(embeddings=options.embeddings, **emb_options)]

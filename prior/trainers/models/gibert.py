@@ -29,6 +29,8 @@ from transformers import BertConfig
 from transformers import initialization as init
 from transformers.models.bert.modeling_bert import BertLayer
 
+from prior.featurestore.recipe import render_options
+from prior.hints import option
 from prior.trainers.models.base import PriorBertModel
 
 log = logging.getLogger(__name__)
@@ -108,8 +110,8 @@ class GiBertModel(PriorBertModel):
             options["embedding_kind"] = str(kind)
         else:
             log.warning("the emb entry records no embedding kind: GiBERT injects as for dependency-based "
-                        "vectors (block L-1); rebuild with `-o emb.kind=counter-fitted` or pass "
-                        "`-o embedding_kind=` to choose")
+                        "vectors (block L-1); rebuild with `%s` or pass `%s` to choose",
+                        render_options("emb", {"kind": "counter-fitted"}), option("option", "embedding_kind=KIND"))
         return options
 
     def build_prior(self, config: BertConfig) -> None:
