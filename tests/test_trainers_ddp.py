@@ -32,7 +32,7 @@ def _recorded_train(cfg: Any, log: Path) -> None:
     real = loop._step
 
     def step(run: Any, batch: Any) -> float:
-        real_pairs = batch.positions[batch.weights.numpy() > 0]
+        real_pairs = batch.positions[batch.weights > 0]
         steps.append({"epoch": batch.epoch, "step": batch.batch, "pairs": sorted(real_pairs.tolist())})
         return real(run, batch)
 

@@ -112,7 +112,7 @@ def test_device_tensors_made_in_a_step_name_their_device(name: str) -> None:
     run.model = run.net = model.train()
     run.rt, run.settings, run.optimizer, run.scheduler, run.state = (Runtime(torch.device("cpu")), TrainSettings(),
                                                                      optimizer, scheduler, TrainState())
-    batch = TrainBatch(0, 0, make_batch(name), torch.ones(3), 3)
+    batch = TrainBatch(0, 0, make_batch(name), np.ones(3, np.float32), 3)
     with watched() as watch:
         loss = _step(run, batch)
         run.rt.world = 2  # the DDP branch's weighted loss, computed without a process group

@@ -12,8 +12,11 @@ same with 0, 1 or 8 workers. Each worker reads what its batches need through its
 sentences' word pieces) and builds the batch tensors there, ahead of the model:
 ``prefetch`` batches per worker.
 
-A :class:`TrainBatch` carries the tensors, each pair's loss weight (`prior.trainers.order.RankBatch`),
-where it is in the run (epoch, batch) and how long the worker took to make it.
+A :class:`TrainBatch` carries the batch's arrays, each pair's loss weight
+(`prior.trainers.order.RankBatch`), where it is in the run (epoch, batch) and how long the worker
+took to make it. Workers hand it on as numpy arrays, pickled through the DataLoader's pipe: a
+tensor would cross through a shared-memory file and a socket per tensor, which costs the training
+process about four times as much per batch; the loop takes them as tensors without a copy.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from prior.trainers.order import (
     LANES,
     Shuffle,
     batches_per_epoch,
+    lane_batches,
     lane_count,
     rank_batch,
     served_batch,
@@ -87,8 +91,8 @@ class TrainBatch:
 
     epoch: int
     batch: int
-    tensors: dict[str, torch.Tensor]
-    weights: torch.Tensor  # float32 (pairs,): 1, or 0 for a stand-in pair
+    arrays: dict[str, Any]  # model input name → numpy array (or tensor)
+    weights: np.ndarray  # float32 (pairs,): 1, or 0 for a stand-in pair
     global_pairs: int  # real pairs of the step over every rank
     seconds: float = 0.0  # what making it took its worker
     skip: bool = False  # a place holder that keeps the workers' round (no step)
@@ -96,11 +100,15 @@ class TrainBatch:
 
     @property
     def pairs(self) -> int:
-        return int(self.weights.sum())
+        return int(np.asarray(self.weights).sum())
 
-    def pin_memory(self) -> TrainBatch:  # DataLoader(pin_memory=True) calls this
-        return replace(self, tensors={k: v.pin_memory() for k, v in self.tensors.items()},
-                       weights=self.weights.pin_memory())
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The arrays as tensors (the same memory)."""
+        return {k: v if torch.is_tensor(v) else torch.from_numpy(v) for k, v in self.arrays.items()}
+
+    def pin_memory(self) -> TrainBatch:  # DataLoader(pin_memory=True) calls this, in its own thread
+        return replace(self, arrays={k: v.pin_memory() for k, v in self.tensors.items()})
 
 
 class TrainStream(IterableDataset[TrainBatch]):
@@ -135,7 +143,7 @@ class TrainStream(IterableDataset[TrainBatch]):
         (:attr:`TrainBatch.skip`) that the loop passes over."""
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        self._windows: dict[int, tuple[np.ndarray, PairData]] = {}
+        self._windows: dict[int, tuple[tuple[int, int], np.ndarray, PairData]] = {}
         steps = self.steps_per_epoch
         for epoch in range(self.start.epoch, self.epochs):
             order, bounds = self.order(epoch)
@@ -145,7 +153,7 @@ class TrainStream(IterableDataset[TrainBatch]):
                 if t % workers != worker:
                     continue
                 if t < first or t >= steps:
-                    yield TrainBatch(epoch, t, {}, torch.zeros(0), 0, skip=True)
+                    yield TrainBatch(epoch, t, {}, np.zeros(0, np.float32), 0, skip=True)
                     continue
                 yield self.make(order, bounds, epoch, t, served_batch(t, steps, lanes), t % lanes)
         self._windows = {}
@@ -162,24 +170,37 @@ class TrainStream(IterableDataset[TrainBatch]):
         lo, hi = b * self.batch_size, min((b + 1) * self.batch_size, len(order))
         w = int(np.searchsorted(bounds, lo, side="right")) - 1
         if hi <= bounds[w + 1]:
-            positions, window = self._window_data(lane, order[bounds[w]:bounds[w + 1]])
-            tensors = window.batch(np.searchsorted(positions, share.positions))
+            # the lane's part of the window: lanes meet inside a window, and each reads its own part
+            lanes = lane_count(len(order), self.shuffle)
+            first, end = lane_batches(lane, self.steps_per_epoch, lanes)
+            part = order[max(bounds[w], first * self.batch_size):min(bounds[w + 1], end * self.batch_size)]
+            positions, window = self._window_data(lane, (epoch, w), part)
+            arrays = window.batch_arrays(np.searchsorted(positions, share.positions))
         else:
-            tensors = self.reader.read(share.positions).batch(np.arange(len(share.positions)))
-        return TrainBatch(epoch, step, tensors, torch.from_numpy(share.weights), share.global_size,
-                          time.perf_counter() - t0, positions=share.positions)
+            arrays = self.reader.read(share.positions).batch_arrays(np.arange(len(share.positions)))
+        return TrainBatch(epoch, step, arrays, share.weights, share.global_size, time.perf_counter() - t0,
+                          positions=share.positions)
 
-    def _window_data(self, lane: int, window: np.ndarray) -> tuple[np.ndarray, PairData]:
-        """The pairs of a lane's window (its positions sorted, and their data), read when the
-        lane moves to another window (a split of one window is read once for the whole run)."""
-        positions = np.sort(window)
+    def _window_data(self, lane: int, key: tuple[int, int], window: np.ndarray) -> tuple[np.ndarray, PairData]:
+        """The pairs of a lane's window ``key`` (epoch, window), its positions sorted and their
+        data: read when the lane moves to another window, or when another epoch's window holds
+        other pairs (a split of one window is read once for the whole run)."""
         if not hasattr(self, "_windows"):
             self._windows = {}
         held = self._windows.get(lane)
-        if held is None or not np.array_equal(held[0], positions):
+        if held is not None and held[0] == key:
+            return held[1], held[2]
+        positions = np.sort(window)
+        if held is None or not np.array_equal(held[1], positions):
             self._windows.pop(lane, None)  # the old window goes before the new one is read
-            held = self._windows[lane] = (positions, self.reader.read(positions))
-        return held
+            held = (key, positions, self.reader.read(positions))
+        self._windows[lane] = (key, held[1], held[2])
+        return held[1], held[2]
+
+
+def _as_made(batch: TrainBatch) -> TrainBatch:
+    """No collation: a batch is made whole, and crosses to the loop as numpy arrays."""
+    return batch
 
 
 def _worker_init(_: int) -> None:
@@ -195,7 +216,7 @@ def run_batches(stream: TrainStream, settings: LoaderSettings, *, pin_memory: bo
     # the tokenizer's own threads must not be live across the workers' fork (and say so once)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     loader = DataLoader(stream, batch_size=None, num_workers=settings.workers, prefetch_factor=settings.prefetch,
-                        worker_init_fn=_worker_init, pin_memory=pin_memory)
+                        worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made)
     return iter(loader)
 
 

@@ -135,7 +135,8 @@ def _step(run: Run, batch: TrainBatch) -> float:
         else:
             labels = tensors.pop("labels")
             logits = run.net(**tensors).logits
-            loss = _weighted_loss(logits, labels, batch.weights.to(run.rt.device), batch.global_pairs, run.rt.world)
+            weights = torch.from_numpy(batch.weights).to(run.rt.device)
+            loss = _weighted_loss(logits, labels, weights, batch.global_pairs, run.rt.world)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.settings.clip)
     run.optimizer.step()

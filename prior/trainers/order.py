@@ -42,7 +42,7 @@ from prior.errors import PriorError
 #: pairs one shuffle window spans; a split this small or smaller is fully shuffled
 DEFAULT_WINDOW = 16384
 #: consecutive pairs of a piece, the unit the window's pieces are drawn in
-DEFAULT_PIECE = 512
+DEFAULT_PIECE = 128
 #: interleaved lanes of a split larger than a window (loader workers must divide it)
 LANES = 4
 
@@ -108,9 +108,15 @@ def served_batch(t: int, batches: int, lanes: int) -> int:
     """The batch (in order) served at step ``t`` of an epoch of ``batches`` batches in
     ``lanes`` lanes: batch ``t div lanes`` of block ``t mod lanes``, the first ``batches mod
     lanes`` blocks one batch longer than the others."""
-    q, r = divmod(batches, lanes)
     lane = t % lanes
-    return lane * q + min(lane, r) + t // lanes
+    return lane_batches(lane, batches, lanes)[0] + t // lanes
+
+
+def lane_batches(lane: int, batches: int, lanes: int) -> tuple[int, int]:
+    """The batches (in order, [first, end)) lane ``lane`` serves (:func:`served_batch`)."""
+    q, r = divmod(batches, lanes)
+    first = lane * q + min(lane, r)
+    return first, first + q + (1 if lane < r else 0)
 
 
 @dataclass(frozen=True)
@@ -137,4 +143,4 @@ def rank_batch(order: np.ndarray, b: int, batch_size: int, rank: int = 0, world:
 
 
 __all__ = ["DEFAULT_PIECE", "DEFAULT_WINDOW", "LANES", "RankBatch", "Shuffle", "batches_per_epoch", "epoch_order",
-           "lane_count", "rank_batch", "served_batch", "windowed_order"]
+           "lane_batches", "lane_count", "rank_batch", "served_batch", "windowed_order"]

@@ -43,7 +43,7 @@ from prior.trainers.split_index import Locator, SplitIndex
 from prior.trainers.tokens import Pieces, assemble, bert_pair_layout, encode_each, sentence_pieces
 
 #: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
-DEFAULT_CACHE_MB = 384
+DEFAULT_CACHE_MB = 256
 _TOKEN_OVERHEAD = 240  # bytes a cached sentence costs beyond its arrays (tuple, two array headers)
 
 
@@ -89,7 +89,8 @@ class SplitReader:
             budget // 4, lambda t: t[0].nbytes + t[1].nbytes + _TOKEN_OVERHEAD)
         self.parses: LruCache[pa.Array] = LruCache(budget // 8, lambda a: a.nbytes)
         self.segments: LruCache[dict[str, Ragged]] = LruCache(budget // 4, _ragged_bytes)
-        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 5 * (budget // 8), _ragged_bytes)
+        self.indexes: LruCache[pa.Table] = LruCache(budget // 16, lambda t: t.nbytes)
+        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 5 * (budget // 8) - budget // 16, _ragged_bytes)
         self._fs: StoreFS | None = None
         self._pid = -1
 
@@ -162,8 +163,9 @@ class SplitReader:
         for k, s in enumerate(np.unique(segs).tolist()):
             mine = np.flatnonzero(segs == s)
             segment = loc.segments[s]
-            table = read_parquet(self.fs, segment, "index.parquet",
-                                 [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")])
+            table = self.indexes.get((segment.id, info.components), lambda segment=segment: read_parquet(
+                self.fs, segment, "index.parquet",
+                [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")]))
             parts.append(read_items(self.fs, segment, table, info.components, items[mine]))
             which[mine], where[mine] = k, np.arange(len(mine))
         return {c: gather([part[c] for part in parts], which, where) for c in info.components}
