@@ -55,7 +55,7 @@ class ParserSpec:
         and ``biaffine:<directory>`` (a model exported as safetensors + JSON) do not."""
         if self.name == "spacy":
             return self.arg is not None and not _PACKAGE_NAME.fullmatch(self.arg)
-        if self.name == "biaffine":
+        if self.name in ("biaffine", "biaffine-int8"):
             return self.arg is not None and not Path(self.arg).expanduser().is_dir()
         return True
 

@@ -41,9 +41,17 @@ def _held(store: Path) -> dict[str, int]:
 
 def test_over_limit_counts_words_and_characters() -> None:
     assert over_limit("a " * MAX_WORDS) is None
-    assert over_limit("a " * (MAX_WORDS + 1)) == MAX_WORDS + 1
-    assert over_limit("x" * 1_300_000) == 1  # one 1.3 MB "word": over the character bound
-    assert over_limit("one two three", max_words=2) == 3
+    assert str(over_limit("a " * (MAX_WORDS + 1))) == f"{MAX_WORDS + 1} words, over the {MAX_WORDS}-word limit"
+    assert str(over_limit("one two three", max_words=2)) == "3 words, over the 2-word limit"
+
+
+def test_issue35_a_long_token_names_the_character_limit() -> None:
+    """A 20,000-character token is one word: the limit it breaks is the character limit, and the
+    message says so (it said "1 words, over the 256-word limit")."""
+    too_long = over_limit("x" * 20_000)
+    assert too_long is not None and (too_long.words, too_long.characters) == (1, 20_000)
+    assert str(too_long) == "20,000 characters, over the 5,120-character limit (20 characters per allowed word)"
+    assert over_limit("x" * 1_300_000) is not None  # one 1.3 MB "word"
 
 
 def test_issue28_a_5000_word_row_is_reported_and_skipped(tmp_path: Path, monkeypatch) -> None:

@@ -150,3 +150,17 @@ def test_parsers_biaffine_eval_cli_last_line() -> None:
 def test_parsers_biaffine_unknown_supar_model_is_a_resource_error() -> None:
     with pytest.raises(ResourceError, match=r"cannot load supar model 'no-such-supar-model'.*--parser spacy"):
         get_parser("biaffine:no-such-supar-model")
+
+
+@pytest.mark.parametrize("spec", ["biaffine:/nonexistent/x", "biaffine:./no/such/model.pt", "biaffine:~/no_such.pt"])
+def test_issue34_a_missing_model_path_is_one_line_without_a_download(spec: str, capfd: pytest.CaptureFixture[str]) -> None:
+    """A spec written as a path that does not exist is refused before supar sees it (supar printed
+    "Downloading: /nonexistent/x ..." as if it were a published model name)."""
+    from prior.errors import ResourceError
+    from prior.pipeline.parsers import get_parser
+
+    with pytest.raises(ResourceError) as caught:
+        get_parser(spec, "cpu")
+    assert "does not exist" in str(caught.value) and "\n" not in str(caught.value)
+    out, err = capfd.readouterr()
+    assert "Downloading" not in out + err

@@ -164,3 +164,18 @@ def test_parsers_spacy_sentence_splitter_falls_back_to_the_parser() -> None:
     assert sentence_splitter({"components": ["parser", "senter"]}, "parser") == "parser"
     with pytest.raises(ResourceError, match="unknown sentence splitter 'spaces'"):
         sentence_splitter({}, "spaces")
+
+
+@pytest.mark.parametrize("text, word", [
+    ("A family 👨‍👩‍👧‍👦 smiles.", "👨\u200d👩\u200d👧\u200d👦"),
+    ("The 🏳️‍🌈 flag flies.", "🏳\ufe0f\u200d🌈"),
+    ("A 👩‍💻 writes code.", "👩\u200d💻"),
+    ("I ❤️ this 👍🏽!", "👍🏽"),
+])
+def test_issue35_an_emoji_sequence_is_one_word(text: str, word: str) -> None:
+    """A zero-width-joiner sequence (and an emoji with a skin tone or presentation selector) is
+    one word for every backend; spaCy's tokenizer alone split it into its emoji and joiners."""
+    words = shared_annotator().docs([text])[0]
+    assert word in [t.text for t in words]
+    assert "\u200d" not in [t.text for t in words]
+    assert "I ❤️ this" not in text or "❤\ufe0f" in [t.text for t in words]

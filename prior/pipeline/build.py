@@ -43,7 +43,7 @@ from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
 from prior.pipeline import noop, preflight, startup, worker
 from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
-from prior.pipeline.parsers.base import MAX_WORDS, Parse, over_limit
+from prior.pipeline.parsers.base import CHARS_PER_WORD, MAX_WORDS, Parse, over_limit
 from prior.progress import bars
 
 log = logging.getLogger(__name__)
@@ -740,9 +740,9 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
         failed.update(too_long)
         stage.failed += len(too_long)
         where = _sentence_rows(store, report, too_long)
-        stage.failures += [f"{where[k]}: {n} words, over the {options.max_words}-word limit (--max-words)"
-                           for k, n in too_long.items()]
-        report.notes.append(f"{len(too_long)} sentence(s) over the {options.max_words}-word limit were not parsed; "
+        stage.failures += [f"{where[k]}: {n} (--max-words)" for k, n in too_long.items()]
+        report.notes.append(f"{len(too_long)} sentence(s) over the length limit ({options.max_words} words or "
+                            f"{options.max_words * CHARS_PER_WORD:,} characters) were not parsed; "
                             "their pairs get no features (raise the limit with --max-words)")
     bar = progress.add_task("parse", total=len(todo), info="") if todo else None
 

@@ -254,16 +254,19 @@ def default_model_dir() -> Path:
 SENTENCES_FOR_BIAFFINE = "senter"
 
 
-def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], sentences: str) -> dict[str, Any]:
+def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], sentences: str,
+                         int8: bool = False) -> dict[str, Any]:
     """The biaffine backend's identity: model, decoding, spaCy annotator and the component that
-    splits sentences ("senter" or "parser": boundaries differ on a few texts). Where the model
-    runs (CPU or CUDA) and how it is batched are not part of it."""
-    return {"backend": "biaffine", "model": name, "model_checksum": checksum, "decode": "mst-single-root",
-            **spacy_part, "sentences": sentences}
+    splits sentences ("senter" or "parser": boundaries differ on a few texts); for
+    ``biaffine-int8`` also its weights ("int8-dynamic"). Where the model runs (CPU or CUDA) and
+    how it is batched are not part of it."""
+    out = {"backend": "biaffine-int8" if int8 else "biaffine", "model": name, "model_checksum": checksum,
+           "decode": "mst-single-root", **spacy_part, "sentences": sentences}
+    return {**out, "weights": "int8-dynamic"} if int8 else out
 
 
-def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
-    """The fingerprint of ``biaffine[:arg]`` from the files alone (no torch, no spaCy import);
+def fingerprint_of_spec(arg: str, int8: bool = False) -> dict[str, Any] | None:
+    """The fingerprint of ``biaffine[:arg]`` (``biaffine-int8[:arg]`` with ``int8``) from the files alone (no torch, no spaCy import);
     None where the model must be loaded (a supar file or published name)."""
     from prior.pipeline.parsers.spacy_backend import fingerprint_of_package, splitter_of_package
 
@@ -272,4 +275,4 @@ def fingerprint_of_spec(arg: str) -> dict[str, Any] | None:
         return None
     config, checksum = read_config(path)
     return biaffine_fingerprint(str(config.get("name", "biaffine")), checksum, fingerprint_of_package(),
-                                splitter_of_package(None, SENTENCES_FOR_BIAFFINE))
+                                splitter_of_package(None, SENTENCES_FOR_BIAFFINE), int8=int8)

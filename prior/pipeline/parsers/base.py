@@ -22,12 +22,30 @@ MAX_WORDS = 256
 CHARS_PER_WORD = 20
 
 
-def over_limit(text: str, max_words: int = MAX_WORDS) -> int | None:
-    """The word count of ``text`` when it is too long to parse (more than ``max_words`` words or
+@dataclass(frozen=True)
+class TooLong:
+    """Why a text is not parsed: its word and character counts and the word limit it broke
+    (the character limit is ``max_words * CHARS_PER_WORD``). ``str()`` names the limit broken."""
+
+    words: int
+    characters: int
+    max_words: int
+
+    def __str__(self) -> str:
+        if self.words > self.max_words:
+            return f"{self.words} words, over the {self.max_words}-word limit"
+        return (f"{self.characters:,} characters, over the {self.max_words * CHARS_PER_WORD:,}-character limit "
+                f"({CHARS_PER_WORD} characters per allowed word)")
+
+
+def over_limit(text: str, max_words: int = MAX_WORDS) -> TooLong | None:
+    """Why ``text`` is too long to parse (more than ``max_words`` words or
     ``max_words * CHARS_PER_WORD`` characters), else None. Counts without tokenizing, so a
     5,000-word (or 1 MB) line costs nothing."""
     words = len(text.split())
-    return words if words > max_words or len(text) > max_words * CHARS_PER_WORD else None
+    if words > max_words or len(text) > max_words * CHARS_PER_WORD:
+        return TooLong(words, len(text), max_words)
+    return None
 
 
 @dataclass(frozen=True)

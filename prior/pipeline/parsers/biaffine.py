@@ -22,6 +22,7 @@ spaCy's ``senter`` rather than spaCy's dependency parser (see :mod:`.spacy_backe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import torch
 
 from prior.errors import ResourceError
+from prior.hints import option
 from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,
@@ -39,7 +41,7 @@ from prior.pipeline.parsers.artifact import (
     vocabularies_from_supar,
 )
 from prior.pipeline.parsers.base import Parse
-from prior.pipeline.parsers.fast_biaffine import FastBiaffine, batch_tensors
+from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, batch_tensors, no_stage, quantize_dynamic_int8
 from prior.pipeline.parsers.spacy_backend import (
     SpacyAnnotator,
     doc_to_parse,
@@ -83,18 +85,29 @@ def load_supar_model(spec: str) -> LoadedModel:
                        config={})
 
 
+def _names_a_path(spec: str) -> bool:
+    """Whether a model spec is written as a path (a separator, ``~``, a leading ``.``, or a file
+    suffix) rather than a published supar model name (``biaffine-dep-en``)."""
+    return any(sep in spec for sep in ("/", os.sep)) or spec.startswith(("~", ".")) or bool(Path(spec).suffix)
+
+
 def load_model(spec: str | Path | None = None) -> LoadedModel:
-    """Resolve and load a biaffine model (see module docstring)."""
+    """Resolve and load a biaffine model (see module docstring). A spec written as a path that
+    does not exist is an error here, before supar would try to download it as a model name."""
     if spec is None or str(spec) == "":
         path = default_model_dir()
         if not path.exists():
             raise ResourceError(f"biaffine parser model directory {path} is missing; reinstall prior (its "
                                 "package ships the model), set PRIOR_PARSER_MODEL, retrain it with "
-                                "`prior parser train`, or use `--parser spacy`")
+                                f"`prior parser train`, or use {option('parser', 'spacy')}")
         return load_artifact(path)
     path = Path(spec).expanduser()
     if path.is_dir():
         return load_artifact(path)
+    if not path.exists() and _names_a_path(str(spec)):
+        raise ResourceError(f"biaffine parser model {str(spec)!r} does not exist: give a model directory exported by "
+                            "`prior parser train`, a supar checkpoint file or a published supar model name, "
+                            f"or use {option('parser', 'spacy')}")
     return load_supar_model(str(spec))
 
 
@@ -157,10 +170,16 @@ class BiaffineModel:
                 out[idx[row]] = (arc_row[1 : n + 1], [self.vocab.rels[r] for r in rel_row[1 : n + 1]])
         return out
 
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
-        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root (fast path)."""
-        return self._run(sentences, lambda batch: self.fast.predict(*batch_tensors(self.vocab, batch),
-                                                                     banned_rel=self._bos_rel))
+    def predict(self, sentences: Sequence[Sequence[str]],
+                stage: Stage = no_stage) -> list[tuple[list[int], list[str]]]:
+        """(heads, rels) per sentence: heads 1-based within the sentence, 0 = root (fast path).
+        ``stage`` clocks the stages (``bench/parse_profile.py``)."""
+        def batch(words: list[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+            with stage("tensors"):
+                tensors = batch_tensors(self.vocab, words)
+            return self.fast.predict(*tensors, banned_rel=self._bos_rel, stage=stage)
+
+        return self._run(sentences, batch)
 
     def predict_supar(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
         """The same as :meth:`predict` through supar's own forward + decode (the reference)."""
@@ -189,8 +208,14 @@ class BiaffineParser:
     name = "biaffine"
 
     def __init__(self, model: str | Path | None = None, annotator: SpacyAnnotator | None = None,
-                 batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "auto") -> None:
+                 batch_tokens: int = DEFAULT_BATCH_TOKENS, device: str = "auto", int8: bool = False) -> None:
+        if int8 and device == "auto":
+            device = "cpu"  # int8 weights run on the CPU only
         self.biaffine = BiaffineModel(load_model(model), batch_tokens, device)
+        self.int8 = int8
+        if int8:
+            self.name = "biaffine-int8"
+            self.biaffine.fast = quantize_dynamic_int8(self.biaffine.fast)
         self._annotator = annotator
 
     @property
@@ -205,12 +230,25 @@ class BiaffineParser:
             spacy_part, sentences = self._annotator.fingerprint(), self._annotator.sentences
         else:
             spacy_part, sentences = fingerprint_of_package(), splitter_of_package(None, SENTENCES)
-        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences)
+        return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences, int8=self.int8)
 
     def parse(self, texts: Sequence[str]) -> list[Parse]:
         docs = self.annotator.docs(texts)
+        spans, words = self.sentence_words(docs)
+        return self.assemble(docs, spans, self.biaffine.predict(words))
+
+    @staticmethod
+    def sentence_words(docs: Sequence[Any]) -> tuple[list[tuple[int, int, int]], list[list[str]]]:
+        """Each spaCy sentence of ``docs`` as (doc index, start, end) and its words: what the
+        model parses."""
         spans = [(d, s.start, s.end) for d, doc in enumerate(docs) for s in doc.sents]
-        preds = self.biaffine.predict([[t.text for t in docs[d][a:b]] for d, a, b in spans])
+        return spans, [[t.text for t in docs[d][a:b]] for d, a, b in spans]
+
+    @staticmethod
+    def assemble(docs: Sequence[Any], spans: Sequence[tuple[int, int, int]],
+                 preds: Sequence[tuple[list[int], list[str]]]) -> list[Parse]:
+        """One Parse per doc: spaCy's annotations, the model's heads and relations per sentence
+        (heads shifted to index the whole text)."""
         heads: list[list[int]] = [[0] * len(doc) for doc in docs]
         rels: list[list[str]] = [[""] * len(doc) for doc in docs]
         for (d, a, b), (h, r) in zip(spans, preds):

@@ -13,8 +13,9 @@ own ``forward`` + ``decode(tree=True, proj=False)``, and why the trees stay the 
   last bits (~1e-7). supar's CharLSTM (already a fused ``nn.LSTM``) runs once per distinct
   word of a batch (:class:`UniqueWordsCharLSTM`; bit-identical features, half its time).
 - **Arc scores**: supar's arc MLPs and biaffine layer, unchanged.
-- **Tree decoding**: supar's: greedy heads, and Chu-Liu-Edmonds with the single-root search
-  (``MatrixTree(...).argmax``) for the sentences whose greedy heads are not a tree. Which
+- **Tree decoding**: supar's: greedy heads, and Chu-Liu-Edmonds with supar's single-root search
+  for the sentences whose greedy heads are not a tree, as :mod:`.mst` computes it (supar's
+  trees, O(n²) per contraction instead of supar's Python loops, O(n³) and worse). Which
   sentences those are is decided by :func:`greedy_is_tree`, a vectorized form of supar's
   ``CoNLL.istree(heads, proj=False, multiroot=False)`` (one root, no cycle) that gives the same
   answer without a Python loop per sentence (a test pins the equivalence).
@@ -40,7 +41,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -54,6 +56,14 @@ if TYPE_CHECKING:
 
 DEVICES = ("auto", "cpu", "cuda")
 REL_CHUNK = 128  # words per relation-score chunk (see FastBiaffine.rel_scores)
+#: A stage clock: ``stage("encode")`` is a context manager around one stage of a prediction
+#: (``bench/parse_profile.py`` passes one that adds up CPU time per stage; by default none).
+Stage = Callable[[str], AbstractContextManager[None]]
+
+
+def no_stage(name: str) -> AbstractContextManager[None]:
+    """The stage clock that measures nothing."""
+    return contextlib.nullcontext()
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -154,16 +164,18 @@ def greedy_is_tree(heads: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
 
 def decode_heads(s_arc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """supar's ``BiaffineDependencyModel.decode(tree=True, proj=False)`` for heads: the greedy
-    heads, replaced by the best single-rooted spanning tree (MatrixTree's Chu-Liu-Edmonds)
-    where they are not a tree. ``s_arc`` (B, n, n) is masked as supar masks it, ``mask`` (B, n)
-    marks the words (position 0 excluded)."""
-    from supar.structs import MatrixTree
+    heads, replaced by the best single-rooted spanning tree where they are not a tree.
+    ``s_arc`` (B, n, n) is masked as supar masks it, ``mask`` (B, n) marks the words (position
+    0 excluded). The tree search is :func:`prior.pipeline.parsers.mst.best_trees`: supar's
+    trees in O(n²) per contraction (supar's own took minutes for a 2,000-word sentence)."""
+    from prior.pipeline.parsers.mst import best_trees
 
     lens = mask.sum(1)
     arc_preds = s_arc.argmax(-1)
     bad = ~greedy_is_tree(arc_preds, lens)
     if bool(bad.any()):
-        arc_preds[bad] = MatrixTree(s_arc[bad], lens[bad]).argmax
+        trees = best_trees(s_arc[bad].detach().float().cpu().numpy(), lens[bad].cpu().numpy())
+        arc_preds[bad] = torch.from_numpy(trees).to(arc_preds.device)
     return arc_preds
 
 
@@ -204,16 +216,30 @@ class FastBiaffine(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def scores(self, words: torch.Tensor, chars: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def scores(self, words: torch.Tensor, chars: torch.Tensor,
+               stage: Stage = no_stage) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Arc scores (B, n, n) masked as supar masks them, and the relation MLP outputs of
         dependents and heads (B, n, n_rel_mlp) each."""
         from supar.utils.common import MIN
 
         m = self.model
-        x = m.encode(words, [chars])  # (B, n, 2 * n_lstm_hidden)
-        mask = words.ne(self.pad_index)
-        s_arc = m.arc_attn(m.arc_mlp_d(x), m.arc_mlp_h(x)).masked_fill_(~mask.unsqueeze(1), MIN)
-        return s_arc, m.rel_mlp_d(x), m.rel_mlp_h(x)
+        with stage("embed"):
+            x = m.embed(words, [chars])  # (B, n, n_embed + n_char_out): word and character features
+        with stage("bilstm"):
+            x = self._bilstm(x, words.ne(self.pad_index).sum(1))  # (B, n, 2 * n_lstm_hidden)
+        with stage("arc"):
+            mask = words.ne(self.pad_index)
+            s_arc = m.arc_attn(m.arc_mlp_d(x), m.arc_mlp_h(x)).masked_fill_(~mask.unsqueeze(1), MIN)
+        with stage("rel"):
+            return s_arc, m.rel_mlp_d(x), m.rel_mlp_h(x)
+
+    def _bilstm(self, x: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """supar's ``Model.encode`` after the embeddings: pack, the fused BiLSTM, pad back."""
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+        packed = pack_padded_sequence(x, lens.tolist(), True, False)
+        out, _ = self.model.encoder(packed)
+        return pad_packed_sequence(out, True, total_length=x.shape[1])[0]
 
     def rel_scores(self, rel_d: torch.Tensor, rel_h: torch.Tensor, heads: torch.Tensor,
                    mask: torch.Tensor) -> torch.Tensor:
@@ -242,21 +268,23 @@ class FastBiaffine(nn.Module):
         return s / attn.n_in ** attn.scale if attn.scale else s
 
     @torch.inference_mode()
-    def predict(self, words: torch.Tensor, chars: torch.Tensor,
-                banned_rel: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(self, words: torch.Tensor, chars: torch.Tensor, banned_rel: int | None = None,
+                stage: Stage = no_stage) -> tuple[torch.Tensor, torch.Tensor]:
         """Heads and relation ids (B, n) on the CPU; position 0 and padding are meaningless.
-        ``banned_rel`` (supar's ``<bos>`` label) is never chosen."""
+        ``banned_rel`` (supar's ``<bos>`` label) is never chosen. ``stage`` clocks the stages."""
         device = self.device
         words, chars = words.to(device, non_blocking=True), chars.to(device, non_blocking=True)
-        with _ieee_float32(device), quiet_supar_warnings():  # supar's MST pads with a deprecated index
-            s_arc, rel_d, rel_h = self.scores(words, chars)
+        with _ieee_float32(device), quiet_supar_warnings():
+            s_arc, rel_d, rel_h = self.scores(words, chars, stage)
             mask = words.ne(self.pad_index)
             mask[:, 0] = False
-            heads = decode_heads(s_arc, mask)
-            s_rel = self.rel_scores(rel_d, rel_h, heads, mask)
-            if banned_rel is not None:
-                s_rel[..., banned_rel] = float("-inf")
-            rels = s_rel.argmax(-1)
+            with stage("decode"):
+                heads = decode_heads(s_arc, mask)
+            with stage("rel"):
+                s_rel = self.rel_scores(rel_d, rel_h, heads, mask)
+                if banned_rel is not None:
+                    s_rel[..., banned_rel] = float("-inf")
+                rels = s_rel.argmax(-1)
         return heads.cpu(), rels.cpu()
 
 
