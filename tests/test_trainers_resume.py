@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -47,10 +48,8 @@ def run_until(proc: subprocess.Popen[str], step: int) -> list[str]:
     assert proc.stderr is not None
     for line in proc.stderr:
         lines.append(line)
-        if line.startswith("epoch ") and " step " in line:
-            done = line.split(" step ")[1].split("/")[0]
-            epoch = int(line.split()[1].split("/")[0])
-            if (epoch - 1) * 27 + int(done) >= step:
+        if found := re.match(r"epoch (\d+)/\d+ step (\d+)/\d+:", line):
+            if (int(found[1]) - 1) * 27 + int(found[2]) >= step:
                 return lines
     raise AssertionError("the run ended before step " + str(step) + ":\n" + "".join(lines))
 
