@@ -23,9 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -41,18 +38,17 @@ def _record(out: Path, row: dict[str, Any]) -> None:
         fh.write(json.dumps(row) + "\n")
 
 
-def backbones(out: Path, tokenizer: Path) -> tuple[Path, Path]:
-    """A tiny and a bert-base-shaped random BERT with the given tokenizer, as checkpoints."""
+def backbones(out: Path, tokenizer: Path, base: bool = True) -> list[Path]:
+    """A tiny and (``base``) a bert-base-shaped random BERT with the given tokenizer, as checkpoints."""
     import shutil
 
     import torch
     from transformers import BertConfig, BertModel
 
     made = []
-    for name, shape in (("tiny", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                      intermediate_size=128)),
-                        ("base", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                      intermediate_size=3072))):
+    shapes = [("tiny", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)),
+              ("base", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072))]
+    for name, shape in shapes[:2 if base else 1]:
         folder = out / f"backbone-{name}"
         torch.manual_seed(0)
         BertModel(BertConfig(vocab_size=30522, max_position_embeddings=512, **shape)).save_pretrained(folder)
@@ -60,7 +56,7 @@ def backbones(out: Path, tokenizer: Path) -> tuple[Path, Path]:
             if f.name.startswith(("tokenizer", "vocab", "special_tokens")):
                 shutil.copy(f, folder / f.name)
         made.append(folder)
-    return made[0], made[1]
+    return made
 
 
 def models_on_device(store: str, tiny: Path, device: str, out: Path) -> None:
@@ -99,7 +95,7 @@ def models_on_device(store: str, tiny: Path, device: str, out: Path) -> None:
             data = reader.read(np.arange(32))
             arrays = data.batch_arrays(np.arange(32))
             if name == "gibert":
-                arrays["word_vectors"] = np.random.default_rng(0).random(arrays["input_ids"].shape + (8,), np.float32)
+                arrays["word_vectors"] = np.random.default_rng(0).random((*arrays["input_ids"].shape, 8), np.float32)
             if name == "sgnet":
                 real = arrays["attention_mask"].astype(bool)
                 arrays["sdoi_mask"] = real[:, :, None] & real[:, None, :]
@@ -205,10 +201,10 @@ def main() -> None:
     _record(args.out, {"check": "environment", "torch": torch.__version__, "transformers": transformers.__version__,
                        "cuda": torch.cuda.is_available(),
                        "device_name": torch.cuda.get_device_name() if torch.cuda.is_available() else None})
-    tiny, base = backbones(args.work, args.tokenizer)
-    models_on_device(args.store, tiny, args.device, args.out)
+    made = backbones(args.work, args.tokenizer, base=not args.skip_training)
+    models_on_device(args.store, made[0], args.device, args.out)
     if not args.skip_training:
-        training(args.store, base, args.device, args.out, args.work)
+        training(args.store, made[1], args.device, args.out, args.work)
 
 
 if __name__ == "__main__":

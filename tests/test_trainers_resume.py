@@ -48,9 +48,9 @@ def run_until(proc: subprocess.Popen[str], step: int) -> list[str]:
     assert proc.stderr is not None
     for line in proc.stderr:
         lines.append(line)
-        if found := re.match(r"epoch (\d+)/\d+ step (\d+)/\d+:", line):
-            if (int(found[1]) - 1) * 27 + int(found[2]) >= step:
-                return lines
+        found = re.match(r"epoch (\d+)/\d+ step (\d+)/\d+:", line)
+        if found and (int(found[1]) - 1) * 27 + int(found[2]) >= step:
+            return lines
     raise AssertionError("the run ended before step " + str(step) + ":\n" + "".join(lines))
 
 

@@ -134,7 +134,7 @@ def _specs(given: dict[str, Any], recorded: Any, ref: StoreRef) -> tuple[Any, An
     from prior.trainers.models import MODEL_CLASSES
     from prior.trainers.registry import parse_model_name
 
-    overrides = {k: given[k] for k in ("epochs", "lr", "prior_lr", "batch_size", "max_length", "warmup",
+    overrides: dict[str, Any] = {k: given[k] for k in ("epochs", "lr", "prior_lr", "batch_size", "max_length", "warmup",
                                        "weight_decay", "clip", "patience") if k in given}
     if recorded is not None:
         return recorded.with_given(given, overrides)

@@ -164,7 +164,8 @@ def _dafa_values(local: np.ndarray, items: np.ndarray, sizes: np.ndarray, tri: R
                  tb: Ragged, opts: dict[str, Any]) -> np.ndarray:
     """M_F's values of ``items`` in a row (``local``: each value's place in its matrix)."""
     def at(r: Ragged, place: np.ndarray) -> np.ndarray:
-        return r.values[np.repeat(r.offsets[items], sizes) + place].astype(np.float32, copy=False)
+        picked: np.ndarray = r.values[np.repeat(r.offsets[items], sizes) + place].astype(np.float32, copy=False)
+        return picked
 
     if opts["trigram"] or opts["subgraph"]:
         out = np.zeros(len(local), dtype=np.float32)

@@ -90,9 +90,8 @@ class TrainConfig:
         """The loader's settings; workers by default: 2 on CUDA (the loader keeps ahead of the
         GPU), none on a CPU (the cores are the model's)."""
         workers = self.run.workers if self.run.workers is not None else (2 if device_type == "cuda" else 0)
-        extra = {} if self.run.cache_mb is None else {"cache_mb": self.run.cache_mb}
         return LoaderSettings(workers=workers, prefetch=self.run.prefetch, window=self.data.window,
-                              piece=self.data.piece, **extra)
+                              piece=self.data.piece)
 
 
 def default_output(model: str, dataset: str, seed: int) -> Path:

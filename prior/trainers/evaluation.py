@@ -39,8 +39,11 @@ from prior.trainers.store_record import recorded_store
 class Batches(Protocol):
     """Pairs a model can be scored on, in order: `PairData` or :class:`EvalSplit`."""
 
-    dataset: str
-    split: str
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def split(self) -> str: ...
 
     def __len__(self) -> int: ...
 

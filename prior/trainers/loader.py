@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ from prior.trainers.order import (
     windowed_order,
 )
 from prior.trainers.pair_data import PairData
-from prior.trainers.reader import DEFAULT_CACHE_MB, SplitReader
+from prior.trainers.reader import SplitReader
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,6 @@ class LoaderSettings:
     prefetch: int = 4  # batches each worker makes ahead
     window: int = DEFAULT_WINDOW  # pairs shuffled together
     piece: int = DEFAULT_PIECE  # consecutive pairs read together
-    cache_mb: float = DEFAULT_CACHE_MB  # what each reader keeps of what it read
     lanes: int = LANES
 
     def __post_init__(self) -> None:
@@ -198,7 +198,7 @@ class TrainStream(IterableDataset[TrainBatch]):
         return held[1], held[2]
 
 
-def _as_made(batch: TrainBatch) -> TrainBatch:
+def _as_made(batch: Any) -> Any:
     """No collation: a batch is made whole, and crosses to the loop as numpy arrays."""
     return batch
 

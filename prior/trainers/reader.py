@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -145,7 +146,7 @@ class SplitReader:
         """A pair entry's items for the pairs at ``pos``, through the cached pieces."""
         pieces, local = np.divmod(pos, self.piece)
         wanted, which = np.unique(pieces, return_inverse=True)
-        loaded = [self.pieces.get((info.key, int(p)), lambda p=int(p): self._read_piece(info, p)) for p in wanted]
+        loaded = [self.pieces.get((info.key, int(p)), partial(self._read_piece, info, int(p))) for p in wanted]
         return {c: gather([part[c] for part in loaded], which, local) for c in info.components}
 
     def _read_piece(self, info: EntryInfo, p: int) -> dict[str, Ragged]:
@@ -163,9 +164,9 @@ class SplitReader:
         for k, s in enumerate(np.unique(segs).tolist()):
             mine = np.flatnonzero(segs == s)
             segment = loc.segments[s]
-            table = self.indexes.get((segment.id, info.components), lambda segment=segment: read_parquet(
-                self.fs, segment, "index.parquet",
-                [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")]))
+            columns = [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")]
+            table = self.indexes.get((segment.id, info.components),
+                                     partial(read_parquet, self.fs, segment, "index.parquet", columns))
             parts.append(read_items(self.fs, segment, table, info.components, items[mine]))
             which[mine], where[mine] = k, np.arange(len(mine))
         return {c: gather([part[c] for part in parts], which, where) for c in info.components}
@@ -177,7 +178,7 @@ class SplitReader:
         loc = self.index.sentence_locs[info.key]
         segs, items = loc.seg[sentences], loc.item[sentences]
         wanted, which = np.unique(segs, return_inverse=True)
-        loaded = [self.segments.get((info.key, int(s)), lambda s=int(s): self._read_segment(info, loc.segments[s]))
+        loaded = [self.segments.get((info.key, int(s)), partial(self._read_segment, info, loc.segments[int(s)]))
                   for s in wanted]
         return {c: gather([part[c] for part in loaded], which, items) for c in info.components}
 
@@ -193,11 +194,13 @@ class SplitReader:
         segs, items = loc.seg[sentences], loc.item[sentences]
         for s in np.unique(segs).tolist():
             mine = np.flatnonzero(segs == s)
-            column = self.parses.get(int(s), lambda s=s: read_parquet(
-                self.fs, loc.segments[s], "parses.parquet", ["words"]).column("words").combine_chunks())
+            column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
             for k, words in zip(mine.tolist(), column.take(pa.array(items[mine])).to_pylist()):
                 out[k] = words
         return out
+
+    def _read_words(self, segment: Segment) -> pa.Array:
+        return read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
 
     def _tokens(self, sentences: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """Each sentence's (piece ids, word indices, word count): cached, else read and

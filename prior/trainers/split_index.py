@@ -159,7 +159,8 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
         except ParseSelectionError as exc:
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
     words = _words(store, dataset, split, parse, sentences, feature)
-    pair_locs, sentence_locs = {}, {}
+    pair_locs: dict[str, Locator] = {}
+    sentence_locs: dict[str, Locator] = {}
     for info in plan.entries if plan else ():
         held = [s for s in store.segments("feature") if s.target["entry"] == info.key]
         keys = rows["pair_key"] if info.scope == "pair" else sentences
