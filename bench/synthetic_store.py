@@ -75,7 +75,7 @@ def make_store(path: str, pairs: int, sentences: int, *, partition: int = 2000, 
                 store.write_parses(PARSE, {"parser": "synthetic"}, [skeys[s] for s in new], [
                     {"words": texts[s], "lemmas": texts[s], "upos": ["X"] * len(texts[s]),
                      "tags": ["X"] * len(texts[s]), "heads": [0] * len(texts[s]), "rels": ["dep"] * len(texts[s]),
-                     "ents": [""] * len(texts[s])} for s in new])
+                     "ents": [""] * len(texts[s])} for s in new], spec="biaffine")
                 if "dep" in features:
                     store.write_feature(tfidf, [skeys[s] for s in new],
                                         [{"tfidf": rng.random(len(texts[s]), dtype=np.float32)} for s in new])

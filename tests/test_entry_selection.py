@@ -190,8 +190,8 @@ def test_selecting_by_a_shared_parameter_keeps_the_default(store_path: Path, ent
 
 
 def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_path: Path) -> None:
-    """Two default entries that both hold the split (here one written without a record of its
-    options, as older stores have them): the read lists both with the flag that picks each."""
+    """Two default entries that both hold the split (here one with another parameter and no
+    option that differs from the default): the read lists both with the flag that picks each."""
     import shutil
 
     from prior.featurestore import make_entry
@@ -200,7 +200,8 @@ def test_two_complete_candidates_are_ambiguous(store_path: Path, entries, tmp_pa
     shutil.copytree(store_path, copy)
     store = open_store(copy, create=False)
     wup = entries["wup"]
-    legacy = make_entry("wup", wup.version, {**wup.params, "extra": 1}, wup.parse, "pair", wup.components)
+    legacy = make_entry("wup", wup.version, {**wup.params, "extra": 1}, wup.parse, "pair", wup.components,
+                        layout=wup.layout)
     data = store.load_feature(wup)
     keys = list(data.keys)
     store.write_feature(legacy, keys, [data.get(k) for k in keys])

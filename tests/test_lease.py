@@ -174,7 +174,7 @@ def test_commit_into_a_removed_folder_fails_cleanly_and_is_written_again(store):
             store.fs.remove(folder)  # a forced gc between the write and the commit
         return ["pairs.parquet"]
 
-    segment = store._write_segment("pairs", {"dataset": "d", "split": "s", "source_sha256": "x"}, 1, write)
+    segment = store._write_segment("sentences", {}, 1, write)
     assert len(attempts) == 2 and segment.folder == attempts[1]
     assert [s.id for s in open_store(store.location).segments()] == [segment.id]
 
@@ -182,7 +182,7 @@ def test_commit_into_a_removed_folder_fails_cleanly_and_is_written_again(store):
         return ["pairs.parquet"]
 
     with pytest.raises(SegmentLostError, match="nothing was committed"):
-        store._write_segment("pairs", {"dataset": "d", "split": "s", "source_sha256": "x"}, 1, always_lost)
+        store._write_segment("sentences", {}, 1, always_lost)
 
 
 def test_lease_seconds_from_environment(monkeypatch):

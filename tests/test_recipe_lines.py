@@ -29,6 +29,7 @@ from prior.cli.plugins import split_code_args
 from prior.cli.recipe import PICK_BY_ID, CommandLines
 from prior.featurestore.catalog import CATALOG, record_checksum, record_problem
 from prior.featurestore.recipe import FeatureRecipe, Recipe, recipe_problem
+from prior.featurestore.upgrade import convert_record
 from tests.cli_run import cli
 from tests.test_parser_trust import Payload, craft_store
 from tests.trainers_fixtures import tiny_store
@@ -165,8 +166,9 @@ def test_recipes_the_build_records_pass_the_schema_and_crafted_ones_do_not() -> 
               "target": {"dataset": "d", "split": "s", "source_sha256": "x"},
               "files": {"pairs.parquet": {"size": 1, "blake2b": "0" * 32}}, "meta": {"recipe": {"dataset": "-x"}}}
     assert "records a recipe that has a dataset that starts with '-'" in str(record_problem(record))
+    # format 1's build arguments become a recipe on `prior store upgrade`, checked the same way
     record["meta"] = {"build_args": ["--dataset", "--code=/x.py"]}
-    assert "records build arguments whose recipe" in str(record_problem(record))
+    assert "records a recipe that has a dataset that starts with '-'" in str(record_problem(convert_record(record, {})))
 
 
 # ------------------------------------------------------------------ any recipe, rendered and read back

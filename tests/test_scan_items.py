@@ -5,9 +5,9 @@ memory), so what a scan of a few rows materializes does not grow with the split 
 Pinned by counting (no timing): the values `read_flat_ranges` returns for a scan of two rows are
 exactly those two rows' items, in a store of 3 pairs and in one of 12 (four times the segments),
 and the whole-array decoder is never called; the range reader itself equals a whole decode for
-ranges in any order, across pieces and decompression blocks, in both layouts (pieces, and the one
-chunk of stores written before them), decompresses only the pieces holding a range, and declines
-a layout it does not know."""
+ranges in any order and across pieces, decompresses only the pieces holding a range, and
+declines a layout it does not know (one chunk for the whole array among them), which Zarr then
+decodes whole."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.tensors import read_flat_files, read_flat_ranges, write_flat
 
 
-def _files(tmp_path: Path, flats: dict[str, np.ndarray], *, piece: int | None = 1_000,
+def _files(tmp_path: Path, flats: dict[str, np.ndarray], *, piece: int = 1_000,
            **chunks: int) -> dict[str, bytes]:
     """A Zarr group's files by path in the group, as the store's checked reads hand them over:
-    written by `write_flat` in pieces of ``piece`` values (None: the one-chunk layout of stores
-    written before pieces), or by Zarr in ``chunks`` (a layout `write_flat` never writes)."""
+    written by `write_flat` in pieces of ``piece`` values, or by Zarr in ``chunks`` (a layout
+    `write_flat` never writes)."""
     fs = StoreFS(tmp_path)
     if chunks:  # another layout than `write_flat`'s: several chunk files
         import zarr
@@ -47,13 +47,11 @@ def _files(tmp_path: Path, flats: dict[str, np.ndarray], *, piece: int | None = 
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("piece", [1_000, 333, None], ids=["pieces", "odd-pieces", "one-chunk"])
-def test_ranges_equal_a_whole_decode_in_any_order_and_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    piece: int | None) -> None:
+@pytest.mark.parametrize("piece", [1_000, 333], ids=["pieces", "odd-pieces"])
+def test_ranges_equal_a_whole_decode_in_any_order_and_across_pieces(tmp_path: Path, piece: int) -> None:
     flat = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
     files = _files(tmp_path, {"x": flat}, piece=piece)
-    assert set(files) == {"zarr.json", "x/zarr.json", "x/c/0"}  # one file per array either way
-    monkeypatch.setattr(tensors_module, "_BLOCK", 4 * 333 + 2)  # blocks end mid-value and mid-range
+    assert set(files) == {"zarr.json", "x/zarr.json", "x/c/0"}  # one file per array
     starts = np.array([9_000, 0, 500, 4_000, 9_990, 7, 950], np.int64)
     sizes = np.array([100, 3, 2_000, 0, 10, 1, 100], np.int64)  # overlapping, across pieces
     got = read_flat_ranges(files, "x", starts, sizes)
@@ -91,9 +89,10 @@ def test_only_the_pieces_holding_a_range_are_decompressed(tmp_path: Path, monkey
     assert tensors_module.read_flat(files, "x").tolist() == flat.tolist()  # type: ignore[union-attr]
 
 
-def test_ranges_decline_another_layout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [10, 100], ids=["chunks", "one-chunk"])
+def test_ranges_decline_another_layout(tmp_path: Path, chunk: int) -> None:
     flat = np.arange(100, dtype=np.int32)
-    files = _files(tmp_path, {"x": flat}, x=10)
+    files = _files(tmp_path, {"x": flat}, x=chunk)
     assert read_flat_ranges(files, "x", np.array([5]), np.array([3])) is None
     assert read_flat_files(files, ["x"])["x"].tolist() == flat.tolist()
 

@@ -11,6 +11,7 @@ from prior.featurestore import keys as K
 from prior.featurestore.catalog import new_segment_id
 from prior.featurestore.maintenance import gc_store, store_info, verify_store
 from prior.featurestore.selection import IncompleteEntryError
+from prior.layouts.kinds import PairMatrix, SentenceMask
 
 
 def _record(n: int) -> dict:
@@ -25,16 +26,16 @@ def toy(tmp_path):
     texts = ["a b", "c d e", "f"]
     ks = [K.sentence_key(t) for t in texts]
     store.write_sentences(ks, texts)
-    store.write_parses("p1", {"backend": "fake"}, ks, [_record(2), _record(3), _record(1)])
+    store.write_parses("p1", {"backend": "fake"}, ks, [_record(2), _record(3), _record(1)], spec="spacy")
     pairs = [(ks[0], ks[1]), (ks[2], ks[0])]
     pks = [K.pair_key(a, b) for a, b in pairs]
     store.write_pairs("toy", "test", pa.table({
         "row": [2, 3], "pair_key": pks, "key_a": [a for a, _ in pairs], "key_b": [b for _, b in pairs],
         "label": ["yes", "no"], "id": ["x", None]}), source_sha256="s1")
-    wup = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    wup = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"], layout=PairMatrix("wup"))
     mats = [np.arange(6, dtype=np.float32).reshape(2, 3), np.full((1, 2), 0.5, np.float32)]
     store.write_feature(wup, pks, [{"wup": m} for m in mats])
-    sdoi = make_entry("sdoi", 1, {}, "p1", "sentence", ["sdoi"])
+    sdoi = make_entry("sdoi", 1, {}, "p1", "sentence", ["sdoi"], layout=SentenceMask("sdoi"))
     store.write_feature(sdoi, ks, [{"sdoi": np.eye(n, dtype=np.uint8)} for n in (2, 3, 1)])
     return store, ks, pks, mats
 
@@ -65,7 +66,7 @@ def test_store_frame_joins_pairs_parses_and_matrices(toy):
 
 def test_store_frame_of_an_entry_lacking_pairs_is_an_error_not_nulls(toy):
     store, ks, pks, _ = toy
-    extra = make_entry("wup", 1, {"k": 2}, "p1", "pair", ["wup"], options={"k": 2})
+    extra = make_entry("wup", 1, {"k": 2}, "p1", "pair", ["wup"], options={"k": 2}, layout=PairMatrix("wup"))
     store.write_feature(extra, [pks[1]], [{"wup": np.ones((1, 2), np.float32)}])
     with pytest.raises(IncompleteEntryError, match="lacks 1 of the 2 pairs of toy/test") as err:
         store.frame("wup", dataset="toy", split="test", params={"k": 2})
@@ -80,7 +81,7 @@ def test_store_parquet_tables_readable_by_polars_directly(toy):
 
 def test_store_uncommitted_segment_is_invisible_and_gc_removes_it(toy):
     store, ks, pks, _ = toy
-    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"], layout=PairMatrix("wup"))
     before = len(open_store(store.location).load_feature(entry))
     # a writer that died after writing its files but before its catalog record
     sid = new_segment_id()
@@ -147,7 +148,7 @@ def test_store_resources_are_content_keyed_and_idempotent(toy):
 
 def test_store_rejects_bad_writes_without_touching_content(toy):
     store, ks, pks, _ = toy
-    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"])
+    entry = make_entry("wup", 1, {"k": 1}, "p1", "pair", ["wup"], layout=PairMatrix("wup"))
     n_segments = len(store.segments())
     with pytest.raises(StoreError, match="3 dimensions"):
         store.write_feature(entry, [pks[0]], [{"wup": np.zeros((1, 1, 1))}])
@@ -205,7 +206,7 @@ def test_store_parses_cache_reads_each_segment_once_and_sees_new_segments(toy, m
     assert first.to_dicts() == store.parses([ks[0], ks[2]], parse="p1").to_dicts()
 
     new = K.sentence_key("g h")
-    store.write_parses("p1", {"backend": "fake"}, [new], [_record(2)])  # a later segment is read too
+    store.write_parses("p1", {"backend": "fake"}, [new], [_record(2)], spec="spacy")  # a later segment is read too
     assert store.parses([new, ks[0]], parse="p1", cache=True)["sent_key"].to_list() == [ks[0], new]
     assert PARSE_SEGMENTS.reads == reads + 2
     PARSE_SEGMENTS.clear()

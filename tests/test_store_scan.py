@@ -30,6 +30,7 @@ from prior.featurestore import keys as K
 from prior.featurestore.export import export_parquet
 from prior.featurestore.selection import EntrySelectionError
 from prior.featurestore.store import Store
+from prior.layouts.kinds import PairMatrix
 
 FEATURES = ["dep", "sdoi", "wup", "tfidf", "dep-no-tfidf"]
 
@@ -182,11 +183,11 @@ def test_scan_reads_the_first_committed_copy_of_a_key_like_frame(tmp_path: Path)
     store.write_sentences(ks, texts)
     record = {"words": ["w"], "lemmas": ["w"], "upos": ["X"], "tags": ["X"], "heads": [0], "rels": ["root"],
               "ents": [""]}
-    store.write_parses("p1", {"backend": "fake"}, ks, [record, record])
+    store.write_parses("p1", {"backend": "fake"}, ks, [record, record], spec="spacy")
     pks = [K.pair_key(ks[0], ks[1]), K.pair_key(ks[1], ks[0])]
     store.write_pairs("toy", "test", pa.table({"row": [0, 1], "pair_key": pks, "key_a": ks, "key_b": ks[::-1],
                                                 "label": [1.5, 2.5], "id": [None, None]}), source_sha256="s")
-    wup = make_entry("wup", 1, {}, "p1", "pair", ["wup"])
+    wup = make_entry("wup", 1, {}, "p1", "pair", ["wup"], layout=PairMatrix("wup"))
     store.write_feature(wup, [pks[0]], [{"wup": np.full((1, 1), 1.0, np.float32)}])
     store.write_feature(wup, pks, [{"wup": np.full((1, 1), 2.0, np.float32)},
                                    {"wup": np.full((2, 3), 3.0, np.float32)}])

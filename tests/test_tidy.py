@@ -4,7 +4,6 @@ is recognised and continued; old catalog records stay readable."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -96,20 +95,6 @@ def test_interrupted_first_build_is_recognised_and_continued(tmp_path):
         assert result.exit_code == 1 and "first build was interrupted" in result.output
     build(*_opts(location, limit=3))
     assert verify_store(open_store(location, create=False)).ok
-
-
-def test_records_of_an_older_prior_without_checksum_are_accepted(tmp_path):
-    build(*_opts(tmp_path / "s", limit=3))
-    cat = tmp_path / "s" / CATALOG
-    for path in cat.glob("*.json"):
-        raw = json.loads(path.read_text())
-        del raw["checksum"], raw["lease"]  # as prior wrote them before records carried checksums
-        path.write_text(json.dumps(raw, sort_keys=True, indent=1))
-    report = verify_store(open_store(tmp_path / "s"))
-    assert report.ok and report.unsealed_records == report.checked_segments > 0
-    assert open_store(tmp_path / "s").frame("sdoi", dataset="snli", split="test").height == 3
-    result = runner.invoke(app, ["store", "verify", "--store", str(tmp_path / "s")])
-    assert result.exit_code == 0 and "carry no checksum" in result.output
 
 
 def test_damaged_store_marker_is_one_line(tmp_path):

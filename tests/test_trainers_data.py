@@ -69,7 +69,9 @@ def test_data_missing_feature_prints_build_command(tmp_path: Path) -> None:
     bare = tiny_store(tmp_path / "bare", features=())
     with pytest.raises(MissingFeatureError) as err:
         load_split(bare, "toy", "train", tiny_tokenizer(), feature="dep")
-    assert f"prior build --dataset toy --split train --features dep --store {bare.location}" in str(err.value)
+    # the store's parse records its parser (biaffine), as every parse does
+    assert (f"prior build --dataset toy --split train --features dep --parser biaffine "
+            f"--store {bare.location}") in str(err.value)
 
 
 def test_data_missing_feature_command_names_parser_and_embeddings(tmp_path: Path) -> None:

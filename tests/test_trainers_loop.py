@@ -87,7 +87,8 @@ def test_loop_missing_feature_names_build_command(tmp_path: Path, setup: tuple[P
                                         "toy", "--store", bare.location, "--output", str(tmp_path / "o"),
                                         "--no-progress"])
     assert result.exit_code == 1
-    assert f"prior build --dataset toy --split train --features wup --store {bare.location}" in result.output
+    assert (f"prior build --dataset toy --split train --features wup --parser biaffine "
+            f"--store {bare.location}") in result.output
 
 
 def test_loop_unavailable_backbone_error_names_mini_and_backbone(tmp_path: Path) -> None:

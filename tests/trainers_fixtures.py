@@ -77,7 +77,8 @@ def tiny_store(path: Path, features: tuple[str, ...] = ("wup", "dep", "sdoi", "e
     n = [len(texts[k]) for k in keys]
     store.write_parses(PARSE, parser or {"parser": "hand"}, keys, [
         {"words": texts[k], "lemmas": texts[k], "upos": ["X"] * m, "tags": ["X"] * m,
-         "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)])
+         "heads": heads[k], "rels": ["dep"] * m, "ents": [""] * m} for k, m in zip(keys, n)],
+        spec="spacy" if (parser or {}).get("backend") == "spacy" else "biaffine")
     pair_keys = [K.pair_key(K.sentence_key(" ".join(p[0])), K.sentence_key(" ".join(p[2]))) for p in PAIRS]
     shapes = [(len(p[0]), len(p[2])) for p in PAIRS]
     mats = [np.array([[pair_value(i, a, b) for b in range(m)] for a in range(n_)], dtype=np.float32)
@@ -158,7 +159,7 @@ def many_pairs_store(path: Path, pairs: int = 120, sentences: int = 40, *, parti
                 store.write_parses(PARSE, {"parser": "hand"}, [keys[s] for s in new], [
                     {"words": texts[s], "lemmas": texts[s], "upos": ["X"] * len(texts[s]),
                      "tags": ["X"] * len(texts[s]), "heads": [0] * len(texts[s]), "rels": ["dep"] * len(texts[s]),
-                     "ents": [""] * len(texts[s])} for s in new])
+                     "ents": [""] * len(texts[s])} for s in new], spec="biaffine")
                 store.write_feature(entries["tfidf"], [keys[s] for s in new],
                                     [{"tfidf": (np.arange(len(texts[s]), dtype=np.float32) + 1) / 4} for s in new])
                 store.write_feature(entries["sdoi"], [keys[s] for s in new],

@@ -71,3 +71,17 @@ def feature_names(feature: str | None) -> list[str]:
         if view.built_by:
             names.add(view.built_by)
     return sorted(names)
+
+
+def check_readable(feature: str, held: Iterable[str]) -> None:
+    """A one-line error for a feature name that no read can give: not a view, not a feature a
+    build makes (`prior.pipeline.features.registry`, plug-ins included) and not an entry the store
+    holds (``held``: their names), so no build line is offered for a name no build knows."""
+    from prior.pipeline.features.registry import FEATURE_SETS
+
+    held = set(held)
+    if feature in VIEWS or feature in FEATURE_SETS or feature in held:
+        return
+    known = sorted({*VIEWS, *FEATURE_SETS, *held})
+    raise PriorError(f"unknown feature {feature!r}: the store holds no {feature!r} entry and no build makes one; "
+                     f"known: {', '.join(known)}")

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated
 
@@ -93,6 +94,7 @@ def predict_cmd(
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per pair; csv: one column per class probability.")] = OutputFormat.jsonl,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
     workers: Annotated[int, typer.Option(min=0, help="Dask workers for parsing and features (0: in this process).")] = 0,
+    max_words: Annotated[int | None, typer.Option(min=1, help="A sentence with more words (or 20 characters a word) is not parsed: its pair gets no prediction and is counted as skipped (default: the build's 256).")] = None,
 ) -> None:
     """Predict sentence pairs with a trained checkpoint: from --a/--b, --file, or JSON lines on
     standard input ({"a": ..., "b": ...}); writes the label and class probabilities (or the
@@ -113,8 +115,9 @@ def predict_cmd(
         if sys.stdin.isatty():
             raise PriorError("no pairs: give --a TEXT --b TEXT, --file FILE, or JSON lines on standard input")
         pairs, lines = read_json_lines(sys.stdin, text_a, text_b)
+    builder = build_pairs if max_words is None else partial(build_pairs, max_words=max_words)
     model = load_model(checkpoint, store=store_ref(store, storage_option), parser=parser, batch_size=batch_size,
-                       workers=workers, builder=build_pairs)
+                       workers=workers, builder=builder)
     with _sink(out) as fh:  # opened first: an unwritable --out fails before any work
         if file is not None:
             run = model.predict_file(file, text_a=text_a, text_b=text_b, progress=True)

@@ -10,10 +10,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from prior.cli.console import console, err_console, friendly_errors, human_bytes
-from prior.cli.entry_flags import READABLE, EntryOpt, FeatureOptionOpt, FeatureParamOpt, feature_names, read_params
+from prior.cli.entry_flags import (
+    READABLE,
+    EntryOpt,
+    FeatureOptionOpt,
+    FeatureParamOpt,
+    check_readable,
+    feature_names,
+    read_params,
+)
 from prior.cli.store_flags import StorageOptionOpt, StoreOpt, store_ref
 
-app = typer.Typer(help="Inspect, check, clean and export a feature store.", no_args_is_help=True)
+app = typer.Typer(help="Inspect, check, clean, upgrade and export a feature store.", no_args_is_help=True)
 
 
 @app.command("info")
@@ -84,6 +92,9 @@ def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) 
         err_console.print(f"[red]damaged:[/] {escape(line)}", soft_wrap=True)
     for build in report.builds:
         console.print(f"build in progress: {build}", markup=False)
+    for build in report.gone:
+        console.print(f"build gone, its lease is dead: {build} (`prior store gc` removes what it left)",
+                      markup=False, soft_wrap=True)
     if report.in_progress:
         console.print(f"{len(report.in_progress)} uncommitted segment folder(s) of builds in progress")
     if report.leftovers:
@@ -91,11 +102,10 @@ def verify_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) 
                       "(harmless; `prior store gc` removes them)")
     if report.strays:
         console.print(f"not segment folders, left alone: {', '.join(report.strays)}", markup=False)
-    if report.unsealed_records:
-        console.print(f"{report.unsealed_records} catalog record(s) written by an older prior carry no checksum "
-                      "of their own (accepted; their files are checked)")
     if report.ok:
         outcome = "ok"
+    elif report.misplaced and len(report.misplaced) == len(report.damaged):  # each line says what to do
+        outcome = f"{len(report.damaged)} problem(s), each named above with what to do"
     elif len(report.incomplete) == len(report.damaged):  # nothing to drop: the build lines above restore it
         outcome = f"{len(report.damaged)} problem(s); run the build line(s) above to restore what is missing"
     else:
@@ -184,6 +194,7 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     from prior.featurestore.selection import entries_line
 
     opened = open_store(store_ref(store, storage_option), create=False)
+    check_readable(feature, (e.name for e in opened.entries()))
     if split is None:
         present = split_order([s for d, s in opened.datasets() if d == dataset])
         split = present[0] if present else "test"
@@ -193,6 +204,8 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     entries = opened.select(feature, Request(params=params, entry=entry), dataset=dataset, split=split)
     df = opened.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
     console.print(f"{dataset}/{split} {feature} from {entries_line(entries)}", markup=False)
+    if note := opened.split_rows(dataset, split, parse=entries[0].parse).note:
+        console.print(f"{note} (left out)", markup=False, soft_wrap=True)
     matrix_cols = [c for c, t in df.schema.items() if isinstance(t, pl.List) and isinstance(t.inner, pl.List)]
     with pl.Config(tbl_rows=rows, fmt_str_lengths=40, tbl_width_chars=120):
         console.print(df.select(["row", "label", "text_a", "text_b", *matrix_cols]).head(rows))
@@ -225,10 +238,36 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
     params = read_params(feature_param, option, feature_names(feature))
     splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
     opened = open_store(store_ref(store, storage_option), create=False)
+    check_readable(feature, (e.name for e in opened.entries()))
     done = export_parquet(opened, feature, dataset=dataset, out=out, splits=splits,
                           request=Request(params=params, entry=entry))
     for part in done:
         console.print(f"{part.dataset}/{part.split}: {part.rows} pairs -> {part.folder} "
                       f"({', '.join(part.files)}) from {entries_line(part.entries)}",
                       markup=False, soft_wrap=True)
+        if part.skipped:
+            console.print(f"  {part.skipped} (left out)", markup=False, soft_wrap=True)
     console.print(f'read with: pl.scan_parquet("{out}", hive_partitioning=True)', markup=False, soft_wrap=True)
+
+
+@app.command("upgrade")
+@friendly_errors
+def upgrade_cmd(store: StoreOpt = None, storage_option: StorageOptionOpt = None) -> None:
+    """Convert a store of an older format to this prior's, in place (safe to interrupt and run again)."""
+    from prior.featurestore import StoreRef
+    from prior.featurestore.segments import FORMAT
+    from prior.featurestore.upgrade import upgrade_store
+    from prior.paths import default_store
+
+    report = upgrade_store(StoreRef.of(store_ref(store, storage_option)).or_at(default_store()))
+    if not report.upgraded:
+        console.print(f"{report.location} is of format {FORMAT['version']} already: nothing to do", markup=False)
+        return
+    for line in report.damaged:
+        err_console.print(f"[red]left as it is:[/] {escape(line)}", soft_wrap=True)
+    console.print(f"{report.location}: format {report.before} -> {FORMAT['version']}; {len(report.converted)} "
+                  f"catalog record(s) converted, {report.kept} already current", markup=False, soft_wrap=True)
+    if report.damaged:
+        console.print(f"{len(report.damaged)} damaged record(s) left as they are: `prior store verify` lists them, "
+                      "`prior store gc --drop-damaged` drops them and prints the build lines that restore them",
+                      markup=False, soft_wrap=True)

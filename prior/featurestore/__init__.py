@@ -7,9 +7,10 @@
 """
 
 from prior.featurestore.errors import StoreError
+from prior.featurestore.rebuild import MissingDataError, ShortSplitError
 from prior.featurestore.ref import StoreRef
 from prior.featurestore.selection import Request
-from prior.featurestore.store import EntryInfo, FeatureData, Resource, Store, make_entry, open_store
+from prior.featurestore.store import EntryInfo, FeatureData, Resource, SplitRows, Store, make_entry, open_store
 
-__all__ = ["EntryInfo", "FeatureData", "Request", "Resource", "Store", "StoreError", "StoreRef", "make_entry",
-           "open_store"]
+__all__ = ["EntryInfo", "FeatureData", "MissingDataError", "Request", "Resource", "ShortSplitError", "SplitRows",
+           "Store", "StoreError", "StoreRef", "make_entry", "open_store"]

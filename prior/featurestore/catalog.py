@@ -10,10 +10,12 @@ A record is data someone may hand you, so it is checked before anything is done 
 (:func:`record_problem`): its id has the pattern of :func:`new_segment_id` and matches its file
 name, its file names and the names it stores (dataset, split, components) pass
 ``names.check_name``, the fields readers use are there, and its ``checksum`` (blake2b-16 of
-the record's canonical JSON without that field) matches. A record without ``checksum`` was
-written by an older `prior` and is accepted as it is. A record that fails any check is
-*damaged*: reading raises `StoreError` naming it, ``verify`` reports it and
-``gc --drop-damaged`` removes the record file only.
+the record's canonical JSON without that field) matches. What the store's format requires of
+each kind is there too: a pairs record's split manifest (`prior.featurestore.splits`), a
+feature entry's options and storage layout, a parse's parser spec. A record that fails any
+check is *damaged*: reading raises `StoreError` naming it, ``verify`` reports it and
+``gc --drop-damaged`` removes the record file only (:func:`claimed_segment` reads what such a
+record claims to be, for the build line that restores it).
 """
 
 from __future__ import annotations
@@ -32,19 +34,25 @@ from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.names import file_problem, name_problem
 from prior.featurestore.recipe import options_problem, recorded_recipe_problem
+from prior.hints import option
+from prior.layouts.kinds import from_json as layout_from_json
 
 CATALOG = "catalog"
 SEGMENTS = "segments"
 KINDS = ("pairs", "sentences", "parses", "feature", "resource")
+#: a pairs record's meta field that holds its split's manifest (`prior.featurestore.splits`)
+MANIFEST = "manifest"
 SEGMENT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{12}")
-REPAIR = "`prior store verify` lists the damage; `prior store gc --drop-damaged`, then a rebuild, repairs it"
+def repair() -> str:
+    """What to do about damage, as a message ends (the option named by the installed namer)."""
+    return f"`prior store verify` lists the damage; `prior store gc {option('drop_damaged')}`, then a rebuild, repairs it"
 # target fields every reader relies on, per kind, with their JSON types
 TARGET_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "pairs": {"dataset": (str,), "split": (str,), "source_sha256": (str,)},
     "sentences": {},
-    "parses": {"parse": (str,), "fingerprint": (dict,)},
+    "parses": {"parse": (str,), "fingerprint": (dict,), "spec": (str,)},
     "feature": {"entry": (str,), "name": (str,), "version": (int,), "params": (dict,), "parse": (str, type(None)),
-                "scope": (str,), "components": (list,)},
+                "scope": (str,), "components": (list,), "options": (dict,), "layout": (dict,)},
     "resource": {"key": (str,), "kind": (str,), "meta": (dict,), "shapes": (dict,)},
 }
 # names a record stores that become file or array names (checked by names.name_problem)
@@ -76,12 +84,21 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
     """What is wrong with a parsed catalog record (``name``: its file name), or None."""
     if not isinstance(raw, dict):
         return "is not a JSON object"
+    if (problem := content_problem(raw, name)) is not None:
+        return problem
+    if "checksum" not in raw:
+        return "lacks its checksum"
+    if raw["checksum"] != record_checksum(raw):
+        return "does not match its checksum (its content changed)"
+    return None
+
+
+def content_problem(raw: dict[str, Any], name: str | None = None) -> str | None:
+    """What is wrong with a catalog record's fields, its checksum left aside, or None."""
     if missing := {"id", "kind", "target", "files", "rows"} - set(raw):
         return f"lacks field(s) {sorted(missing)}"
     if unknown := set(raw) - RECORD_FIELDS:
         return f"has unknown field(s) {sorted(unknown)}"
-    if "checksum" in raw and raw["checksum"] != record_checksum(raw):
-        return "does not match its checksum (its content changed)"
     sid, kind, target, files = raw["id"], raw["kind"], raw["target"], raw["files"]
     if not is_segment_id(sid):
         return f"has an invalid segment id {sid!r} (expected 20 digits, '-', 12 hex digits)"
@@ -108,14 +125,53 @@ def record_problem(raw: object, name: str | None = None) -> str | None:
     meta = raw.get("meta") or {}
     if not isinstance(meta, dict):
         return "has a meta field that is not an object"
-    if kind == "feature" and target.get("options") is not None and (
-            problem := options_problem(target["options"])) is not None:
+    if kind == "feature" and (problem := options_problem(target["options"])) is not None:
         return f"records options that {problem}"
     for holder in (meta, target):  # a pairs segment's recipe, a feature entry's
-        options = holder.get("options")
-        if (problem := recorded_recipe_problem(holder, options if isinstance(options, dict) else None)) is not None:
+        if (problem := recorded_recipe_problem(holder)) is not None:
             return problem
+    if kind == "pairs" and (problem := _manifest_problem(meta.get(MANIFEST), sid)) is not None:
+        return f"records a split manifest that {problem}"
+    if kind == "feature" and (problem := _layout_problem(target["layout"])) is not None:
+        return f"records a storage layout that {problem}"
     return None
+
+
+def _manifest_problem(manifest: object, own: str) -> str | None:
+    """What is wrong with a pairs record's split manifest (`prior.featurestore.splits`), or None."""
+    if not isinstance(manifest, dict) or set(manifest) != {"rows", "segments"}:
+        return "is missing or not an object of rows and segments"
+    if type(manifest["rows"]) is not int or manifest["rows"] < 0:
+        return "has no row count"
+    ids = manifest["segments"]
+    if not isinstance(ids, list) or not all(is_segment_id(i) for i in ids) or own in ids:
+        return "lists something that is no other segment's id"
+    return None
+
+
+def _layout_problem(layout: dict[str, Any]) -> str | None:
+    try:
+        layout_from_json(layout)
+    except (TypeError, ValueError) as exc:
+        return f"is unusable ({exc})"
+    return None
+
+
+def claimed_segment(text: str, source: str) -> Segment | None:
+    """What a damaged record claims to be, when only its checksum fails or it lacks one: the
+    content passes every other check (so its names and recipes are as safe to print as any
+    record's). None when it is not JSON or its content is damaged too."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or content_problem(raw, source.rsplit("/", 1)[-1]) is not None:
+        return None
+    try:
+        return Segment(id=raw["id"], kind=raw["kind"], target=raw["target"], files=raw["files"], rows=int(raw["rows"]),
+                       meta=dict(raw.get("meta") or {}))
+    except (ValueError, TypeError):
+        return None
 
 
 def file_digest(fs: StoreFS, rel: str) -> str:
@@ -144,7 +200,6 @@ class Segment:
     created: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     lease: str = ""  # the lease of the build that wrote it ("" for a writer without one)
-    sealed: bool = True  # the record carries its own checksum (False: written by an older prior)
 
     @property
     def folder(self) -> str:
@@ -163,17 +218,16 @@ class Segment:
         try:
             raw = json.loads(text)
         except ValueError as exc:
-            raise StoreError(f"catalog record {source} is damaged (not JSON: {exc}); {REPAIR}") from None
+            raise StoreError(f"catalog record {source} is damaged (not JSON: {exc}); {repair()}") from None
         problem = record_problem(raw, source.rsplit("/", 1)[-1])
         if problem is None:
             try:
                 return cls(id=raw["id"], kind=raw["kind"], target=raw["target"], files=raw["files"],
                            rows=int(raw["rows"]), created=str(raw.get("created", "")),
-                           meta=dict(raw.get("meta") or {}), lease=str(raw.get("lease") or ""),
-                           sealed="checksum" in raw)
+                           meta=dict(raw.get("meta") or {}), lease=str(raw.get("lease") or ""))
             except (ValueError, TypeError) as exc:
                 problem = f"has a malformed field ({exc})"
-        raise StoreError(f"catalog record {source} is damaged: it {problem}; {REPAIR}")
+        raise StoreError(f"catalog record {source} is damaged: it {problem}; {repair()}")
 
 
 def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, Any], rows: int,
@@ -196,7 +250,7 @@ def commit_segment(fs: StoreFS, segment_id: str, kind: str, target: dict[str, An
     lost = [name for name in required if name not in files]
     if not files or lost:
         raise SegmentLostError(f"segment {segment_id} lost {', '.join(lost) or 'its files'} before its commit "
-                               "(its folder was removed, e.g. by `prior store gc --force`); nothing was committed")
+                               f"(its folder was removed, e.g. by `prior store gc {option('force')}`); nothing was committed")
     segment = Segment(id=segment_id, kind=kind, target=target, files=files, rows=rows,
                       created=datetime.now(UTC).isoformat(timespec="seconds"), meta=meta or {}, lease=lease)
     record = f"{CATALOG}/{segment_id}.json"
@@ -240,11 +294,11 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
             continue
         try:
             if not is_segment_id(name[:-len(".json")]):
-                raise StoreError(f"catalog file {rel} is not named after a segment id; {REPAIR}")
+                raise StoreError(f"catalog file {rel} is not named after a segment id; {repair()}")
             if not fs.inside(rel):
-                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {REPAIR}")
+                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {repair()}")
             if not fs.is_file(rel):
-                raise StoreError(f"catalog entry {rel} is not a file; {REPAIR}")
+                raise StoreError(f"catalog entry {rel} is not a file; {repair()}")
             segment = Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel)
             segments.append(segment)
             if known is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from prior.featurestore.catalog import REPAIR, Segment
+from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
 
@@ -39,7 +39,7 @@ def is_verified(fs: StoreFS, segment: Segment, inner: str) -> bool:
 
 def damaged(segment: Segment, inner: str, problem: str) -> StoreError:
     """The error for a committed file that cannot be used."""
-    return StoreError(f"segment {segment.id} ({segment.kind}) file {inner}: {problem}; {REPAIR}")
+    return StoreError(f"segment {segment.id} ({segment.kind}) file {inner}: {problem}; {repair()}")
 
 
 def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
@@ -57,6 +57,8 @@ def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
         data = fs.read_bytes(rel)
     except FileNotFoundError:
         raise damaged(segment, inner, "is missing") from None
+    except OSError as exc:  # a folder where the file belongs, a file where a folder does
+        raise damaged(segment, inner, f"cannot be read as a file ({type(exc).__name__})") from None
     if verified:
         return data
     if len(data) != expected["size"]:

@@ -6,7 +6,7 @@ segments of one *group* as one segment each:
 
 - pairs: one split's segments of its current source (older sources are not read and are left);
 - sentences: all sentences segments;
-- parses: one parse's segments;
+- parses: one parse's segments (with the sentences their builds skipped);
 - feature: one entry's segments (same recorded target).
 
 Resources are content-keyed and never split, so they are left alone.
@@ -43,8 +43,9 @@ from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segmen
 from prior.featurestore.errors import StoreError
 from prior.featurestore.lease import Lease, check_live, claim
 from prior.featurestore.segment_files import indexed_items, read_arrays, read_parquet, write_parquet
-from prior.featurestore.segments import SegmentStore
+from prior.featurestore.segments import SKIPPED, SegmentStore
 from prior.featurestore.tensors import write_flat
+from prior.hints import option
 from prior.layouts.ragged import Ragged
 
 TABLES = ("pairs", "sentences", "parses")
@@ -112,7 +113,11 @@ def plan(store: SegmentStore, *, kinds: Sequence[str] = (*TABLES, "feature"), fe
     """The merges compaction would make: in each group, consecutive segments of fewer than
     ``max_rows`` rows, taken while their sum stays within ``max_rows``; runs of one are left."""
     if max_rows < 2:
-        raise StoreError(f"--max-rows must be at least 2, not {max_rows}")
+        raise StoreError(f"{option('max_rows')} must be at least 2, not {max_rows}")
+    if feature is not None and not any(s.target["name"] == feature for s in store.segments("feature")):
+        held = sorted({s.target["name"] for s in store.segments("feature")})
+        raise StoreError(f"{store.location} holds no entry of feature {feature!r} to compact; features it holds: "
+                         f"{', '.join(held) or 'none'}")
     merges = []
     for kind, group, segs in _groups(store, kinds, feature):
         run: list[Segment] = []
@@ -146,7 +151,9 @@ def _merged_meta(merge: Merge) -> dict[str, Any]:
         for name in ("rows_read", "skipped", "skip_examples"):
             if name in widest.meta:
                 meta[name] = widest.meta[name]
-    meta["replaces"] = [s.id for s in segs]
+    # every segment it stands for, those the merged ones stood for included: a split's manifest
+    # lists the segments it was made of (`prior.featurestore.splits`)
+    meta["replaces"] = list(dict.fromkeys([*(s.id for s in segs), *(r for s in segs for r in s.meta.get("replaces") or ())]))
     return meta
 
 
@@ -156,14 +163,17 @@ def _writer(store: SegmentStore, merge: Merge) -> tuple[int, Callable[[str], lis
     meta = _merged_meta(merge)
     if merge.kind != "feature":
         inner, column = _FILE[merge.kind]
-        tables = [read_parquet(fs, s, inner) for s in merge.segments]
-        table = _first_rows(pa.concat_tables(tables, promote_options="default"), column)
+        tables = {inner: _first_rows(pa.concat_tables([read_parquet(fs, s, inner) for s in merge.segments],
+                                                      promote_options="default"), column)}
+        if skips := [read_parquet(fs, s, SKIPPED) for s in merge.segments if SKIPPED in s.files]:
+            tables[SKIPPED] = _first_rows(pa.concat_tables(skips), "sent_key")  # a parse's skipped sentences
 
         def write_table(folder: str) -> list[str]:
-            write_parquet(fs, f"{folder}/{inner}", table)
-            return [inner]
+            for name, table in tables.items():
+                write_parquet(fs, f"{folder}/{name}", table)
+            return list(tables)
 
-        return table.num_rows, write_table, meta
+        return tables[inner].num_rows, write_table, meta
     components = list(merge.segments[0].target["components"])
     indexes = [read_parquet(fs, s, "index.parquet") for s in merge.segments]
     parts: dict[str, list[Ragged]] = {c: [] for c in components}

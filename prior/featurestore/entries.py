@@ -33,8 +33,7 @@ class EntryInfo:
     ``recipe`` is what of a build makes this entry again (its feature, non-default options and
     input files: `prior.featurestore.recipe`), for the build an error names.
     ``layout`` says what the values are (`prior.layouts.kinds`), so readers need no feature names.
-    None of these is part of the key: the key is ``name@version`` + params + parse. Entries
-    written before they were recorded have ``options`` None (treated as default).
+    None of these is part of the key: the key is ``name@version`` + params + parse.
     """
 
     key: str
@@ -44,10 +43,10 @@ class EntryInfo:
     parse: str | None
     scope: str  # "sentence" | "pair"
     components: tuple[str, ...]
-    options: dict[str, Any] | None = None
+    layout: Layout
+    options: dict[str, Any] = field(default_factory=dict)
     built_by: str | None = None
     recipe: Recipe | None = None
-    layout: Layout | None = None
 
     @property
     def spec(self) -> str:
@@ -55,45 +54,42 @@ class EntryInfo:
 
     @property
     def is_default(self) -> bool:
-        """Made by a build without options for its feature (entries without a record count as default)."""
+        """Made by a build without options for its feature."""
         return not self.options
 
     def target(self) -> dict[str, Any]:
         out = {"entry": self.key, "name": self.name, "version": self.version, "params": self.params,
-               "parse": self.parse, "scope": self.scope, "components": list(self.components)}
-        if self.options is not None:
-            out["options"] = dict(self.options)
+               "parse": self.parse, "scope": self.scope, "components": list(self.components),
+               "options": dict(self.options), "layout": layout_json(self.layout)}
         if self.built_by is not None:
             out["built_by"] = self.built_by
         if self.recipe is not None:
             out["recipe"] = self.recipe.to_dict()
-        if self.layout is not None:
-            out["layout"] = layout_json(self.layout)
         return out
 
     @classmethod
     def from_target(cls, t: Mapping[str, Any]) -> EntryInfo:
-        options = t.get("options")
         try:
-            layout = layout_from_json(t["layout"]) if t.get("layout") is not None else None
+            layout = layout_from_json(t["layout"])
         except (TypeError, ValueError) as exc:
             raise StoreError(f"entry {t.get('entry')}: its recorded layout is unusable ({exc})") from None
         return cls(key=t["entry"], name=t["name"], version=int(t["version"]), params=dict(t["params"]),
-                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]),
-                   options=None if options is None else dict(options), built_by=t.get("built_by"),
-                   recipe=read_recorded(t, options), layout=layout)
+                   parse=t["parse"], scope=t["scope"], components=tuple(t["components"]), layout=layout,
+                   options=dict(t["options"]), built_by=t.get("built_by"), recipe=read_recorded(t))
 
 
 def make_entry(name: str, version: int, params: Mapping[str, Any], parse: str | None, scope: str,
-               components: Sequence[str], *, options: Mapping[str, Any] | None = None,
-               built_by: str | None = None, recipe: Recipe | None = None,
-               layout: Layout | None = None) -> EntryInfo:
+               components: Sequence[str], *, layout: Layout, options: Mapping[str, Any] | None = None,
+               built_by: str | None = None, recipe: Recipe | None = None) -> EntryInfo:
+    """An entry record: its key from name, version, params and parse (`prior.featurestore.keys`);
+    ``layout``: what its values are (`prior.layouts.kinds`), which every reader goes by."""
     if scope not in ("sentence", "pair"):
         raise StoreError(f"feature {name}: scope must be 'sentence' or 'pair', not {scope!r}")
+    if layout.scope != scope:
+        raise StoreError(f"feature {name}: a {layout.kind} layout is per {layout.scope}, not per {scope}")
     return EntryInfo(key=keymod.entry_key(name, version, params, parse), name=name, version=version,
-                     params=dict(params), parse=parse, scope=scope, components=tuple(components),
-                     options=None if options is None else dict(options), built_by=built_by,
-                     recipe=recipe, layout=layout)
+                     params=dict(params), parse=parse, scope=scope, components=tuple(components), layout=layout,
+                     options=dict(options or {}), built_by=built_by, recipe=recipe)
 
 
 @dataclass

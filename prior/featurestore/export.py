@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from prior.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
 from prior.featurestore.selection import Request
+from prior.hints import option
 
 if TYPE_CHECKING:
     from prior.featurestore.entries import EntryInfo
@@ -56,6 +57,7 @@ class ExportedSplit:
     folder: Path
     files: tuple[str, ...]
     entries: tuple[EntryInfo, ...]  # the entries read
+    skipped: str = ""  # the pairs left out because their build skipped a sentence (`SplitRows.note`)
 
 
 def portable_type(typ: pa.DataType) -> pa.DataType:
@@ -76,13 +78,20 @@ def portable_table(frame: pl.DataFrame, metadata: Mapping[str, str]) -> pa.Table
     return table.cast(schema)
 
 
-def local_folder(out: str | os.PathLike[str]) -> Path:
-    """The output folder as a local path; an fsspec URL or a file is a `DataError`."""
+def local_folder(out: str | os.PathLike[str], store: SegmentStore | None = None) -> Path:
+    """The output folder as a local path; an fsspec URL, a file, or a folder inside ``store``
+    (its root, ``segments/``, ``catalog/``, …: the store holds only what it committed) is a
+    `DataError`."""
     text = os.fspath(out)
     if "://" in text:
         raise DataError(f"export writes to a local folder, not {text}: its partitions are replaced by renames, "
                         "which object storage lacks; export locally, then copy the folder")
     path = Path(text).expanduser().absolute()
+    if store is not None and store.fs.local:
+        root = Path(store.fs.root)
+        if path.resolve() == root or root in path.resolve().parents:
+            raise DataError(f"{path} is inside the store at {root}, which holds only what its builds commit; "
+                            f"give {option('out')} a folder outside it")
     if path.exists() and not path.is_dir():
         raise DataError(f"{path} is a file; give a folder to export into")
     return path
@@ -90,7 +99,7 @@ def local_folder(out: str | os.PathLike[str]) -> Path:
 
 def _unwritable(folder: Path, exc: OSError) -> DataError:
     return DataError(f"cannot write the export to {folder} ({exc.strerror or exc or type(exc).__name__}); "
-                     "give --out a folder you can write")
+                     f"give {option('out')} a folder you can write")
 
 
 def write_partition(out: Path, dataset: str, split: str, parts: pa.Table | Iterable[pa.Table], *,
@@ -136,7 +145,7 @@ def _row_parts(store: SegmentStore, source: SplitScan, dataset: str, split: str,
     by itself (a filtered scan: only its rows' sentences, parses and feature items are read), so
     an export holds one part at a time; ``count`` gets the rows written. A split with no rows
     gives one empty part."""
-    rows = store.pair_rows(dataset, split)["row"]
+    rows = source.rows["row"]
     starts = range(0, max(rows.len(), 1), rows_per_part)
     for start in starts:
         if rows.is_empty():
@@ -154,7 +163,7 @@ def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str 
     """Export ``feature`` of ``dataset``'s ``splits`` (default: every split the store holds) to
     ``out`` (module docstring). Entries are selected as ``Store.frame`` selects them, for every
     split before anything is written, so a bad argument writes nothing."""
-    folder = local_folder(out)
+    folder = local_folder(out, store)
     present = [s for d, s in store.datasets() if d == dataset]
     if not present:
         known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
@@ -178,5 +187,6 @@ def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str 
                                           _row_parts(store, source, dataset, split, rows_per_part, meta, written))
         except OSError as exc:  # a full disk, a folder that vanished: what was exported before stays
             raise _unwritable(folder, exc) from None
-        done.append(ExportedSplit(dataset, split, written[0], path, files, tuple(source.entries)))
+        done.append(ExportedSplit(dataset, split, written[0], path, files, tuple(source.entries),
+                                  source.split_rows.note))
     return done

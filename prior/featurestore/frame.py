@@ -9,7 +9,8 @@ the feature. A pair component becomes a column named after the entry (``wup``) o
 
 The entries read are chosen by `prior.featurestore.selection` (the default entry unless the
 read's `Request`, its ``params`` or ``entry``, says otherwise) and must hold every pair of the
-split, so a frame has no null feature values. :func:`view_entries` tells which entries a frame
+split, so a frame has no null feature values. The pairs whose build skipped a sentence (too
+long to parse) are left out (`prior.featurestore.splits`; ``Store.split_rows`` counts them). :func:`view_entries` tells which entries a frame
 reads.
 """
 
@@ -26,6 +27,7 @@ from prior.featurestore.errors import StoreError
 from prior.featurestore.missing import check_held
 from prior.featurestore.segment_files import PARSE_COLUMNS
 from prior.featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
+from prior.featurestore.splits import split_rows
 from prior.featurestore.tensors import nested_column
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import column_name, view_of
@@ -81,11 +83,12 @@ def gather(store: SegmentStore, entries: Sequence[EntryInfo], pair_keys: Sequenc
     return out
 
 
-def pair_texts(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
+def pair_texts(store: SegmentStore, dataset: str, split: str, parse: str | None = None) -> pl.DataFrame:
     """A split's rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b
-    (``Store.pairs``). Rows whose sentences the store does not hold are a `MissingDataError`,
-    never null texts."""
-    rows = store.pair_rows(dataset, split)
+    (``Store.pairs``): every row its manifest records, less the pairs with a sentence that
+    ``parse``'s build skipped (`prior.featurestore.splits.split_rows`). Rows whose sentences
+    the store does not hold are a `MissingDataError`, never null texts."""
+    rows = split_rows(store, dataset, split, parse=parse).rows
     texts = store.sentences()
     check_held(store, dataset, split, itertools.chain(rows["key_a"], rows["key_b"]), texts["sent_key"])
     return (rows.join(texts.rename({"sent_key": "key_a", "text": "text_a"}), on="key_a", how="left")
@@ -99,7 +102,7 @@ def build_frame(store: SegmentStore, feature: str, *, dataset: str, split: str,
     entries = view_entries(store, feature, dataset=dataset, split=split, request=request)
     parse = entries[0].parse
 
-    df = pair_texts(store, dataset, split)
+    df = pair_texts(store, dataset, split, parse)
     keys = set(df["key_a"].to_list()) | set(df["key_b"].to_list())
     parses = store.parses(keys, parse=parse).select(["sent_key", *PARSE_COLUMNS])
     check_held(store, dataset, split, keys, parses["sent_key"], parse=parse, entries=entries)

@@ -106,10 +106,14 @@ class StoreFS:
             self.fs.pipe_file(target, data)
 
     def listdir(self, rel: str) -> list[str]:
-        """Names (not paths) directly under ``rel``; empty when it does not exist."""
+        """Names (not paths) directly under ``rel``; empty when it does not exist or is not a
+        folder (`prior.featurestore.tree` reports a file where a folder belongs)."""
+        path = self._content(rel)
+        if self.local and not os.path.isdir(path):
+            return []
         try:
-            entries = self.fs.ls(self._content(rel), detail=False)
-        except FileNotFoundError:
+            entries = self.fs.ls(path, detail=False)
+        except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
 
@@ -139,6 +143,10 @@ class StoreFS:
                                                     if fresh else None)
             except FileNotFoundError:  # the folder itself is not there
                 return {}
+            except NotADirectoryError:
+                raise StoreError(f"{rel} in the store at {self.url} is a file where a folder belongs; nothing "
+                                 "removes it: put back what belongs there (from a copy of the store), or build "
+                                 "into a new store") from None
             return dict(sorted(tagged_local.items()))
         try:
             entries = self.fs.ls(self._content(rel), detail=True)

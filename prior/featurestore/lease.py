@@ -18,7 +18,9 @@ Rules that make `gc` and builds safe together:
   its build released the lease, which it does only after committing (then the catalog read
   that follows shows the segment). ``gc`` removes only folders that are neither committed nor
   claimed by a live lease, and refuses to run at all while a live lease exists unless forced.
-- A lease is dead once ``expires`` has passed; a dead lease is never renewed again. A writer
+- A lease is dead once ``expires`` has passed, or at once when its process is gone: a lease
+  written on this host whose pid no longer runs (a killed build frees the store without
+  waiting out its lease time). A dead lease is never renewed again. A writer
   commits only while its lease has at least ``seconds / 3`` left (renewals come every
   ``seconds / 6``, so a build whose renewals stalled for half the lease's time stops committing
   long before anyone may treat it as dead), checked right before its catalog record is written.
@@ -82,16 +84,34 @@ class LeaseInfo:
     seconds: float
 
     def live(self, now: float | None = None) -> bool:
-        """Not expired, and not expiring further ahead than its lease time allows (a lease time
-        of at most `MAX_SECONDS`, plus `SKEW`): a lease file claiming to live longer, say one
-        edited to expire in a year, counts as dead, so it cannot keep ``gc`` refusing forever."""
+        """Not expired, not expiring further ahead than its lease time allows (a lease time
+        of at most `MAX_SECONDS`, plus `SKEW`: a lease file claiming to live longer, say one
+        edited to expire in a year, counts as dead, so it cannot keep ``gc`` refusing forever),
+        and its process not known to be gone (:meth:`gone`)."""
         now = time.time() if now is None else now
-        return now < self.expires <= now + min(self.seconds, MAX_SECONDS) + SKEW
+        return now < self.expires <= now + min(self.seconds, MAX_SECONDS) + SKEW and not self.gone()
+
+    def gone(self) -> bool:
+        """Whether the lease's process is known to have ended: it was written on this host
+        and no process has its pid. (A pid taken again by another process counts as alive: the
+        lease then waits out its time, as one from another host does.)"""
+        if self.host != socket.gethostname() or self.pid <= 0:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError, OSError):  # alive under another user, or unusable
+            return False
+        return False
 
     def describe(self) -> str:
         left = self.expires - time.time()
-        return (f"{self.owner} on {self.host} (pid {self.pid}) since {_stamp(self.started)}, lease {self.id}, "
-                + (f"expires in {left:.0f} s" if left > 0 else f"expired {-left:.0f} s ago"))
+        if self.gone():
+            state = "its process is gone"
+        else:
+            state = f"expires in {left:.0f} s" if left > 0 else f"expired {-left:.0f} s ago"
+        return f"{self.owner} on {self.host} (pid {self.pid}) since {_stamp(self.started)}, lease {self.id}, {state}"
 
     def to_json(self) -> bytes:
         return json.dumps({"id": self.id, "owner": self.owner, "host": self.host, "pid": self.pid,
@@ -111,7 +131,7 @@ def read_lease(fs: StoreFS, lease_id: str) -> LeaseInfo | None:
             return None
         return LeaseInfo(id=lease_id, owner=str(raw["owner"]), host=str(raw["host"]), pid=int(raw["pid"]),
                          started=float(raw["started"]), expires=float(raw["expires"]), seconds=float(raw["seconds"]))
-    except (FileNotFoundError, ValueError, KeyError, TypeError, StoreError):  # StoreError: a link
+    except (OSError, ValueError, KeyError, TypeError, StoreError):  # a folder, a link (StoreError): dead
         return None
 
 
@@ -123,16 +143,24 @@ def lease_ids(fs: StoreFS) -> set[str]:
 
 
 def read_leases(fs: StoreFS) -> tuple[list[LeaseInfo], set[str]]:
-    """(live leases, ids of dead ones: expired, damaged, or claims left without a lease file)."""
-    now = time.time()
+    """(live leases, ids of dead ones: expired, of a process that is gone, damaged, or claims
+    left without a lease file)."""
     live, dead = [], set()
-    for lease_id in sorted(lease_ids(fs)):
-        info = read_lease(fs, lease_id)
-        if info is not None and info.live(now):
+    for info, lease_id in _leases(fs):
+        if info is not None and info.live():
             live.append(info)
         else:
             dead.add(lease_id)
     return live, dead
+
+
+def gone_builds(fs: StoreFS) -> list[str]:
+    """A line for each lease whose process is gone (a build killed on this host): dead at once."""
+    return [info.describe() for info, _ in _leases(fs) if info is not None and info.gone()]
+
+
+def _leases(fs: StoreFS) -> list[tuple[LeaseInfo | None, str]]:
+    return [(read_lease(fs, lease_id), lease_id) for lease_id in sorted(lease_ids(fs))]
 
 
 def claims(fs: StoreFS, lease_id: str) -> set[str]:
@@ -283,5 +311,5 @@ class Lease:
         self.release()
 
 
-__all__ = ["LEASES", "Lease", "LeaseInfo", "check_live", "claim", "claims", "clean_dead",
+__all__ = ["LEASES", "Lease", "LeaseInfo", "check_live", "claim", "claims", "clean_dead", "gone_builds",
            "lease_seconds", "probe_writable", "read_lease", "read_leases", "remove_lease"]

@@ -15,13 +15,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prior.errors import PriorError
-from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, file_digest, is_segment_id, read_catalog
+from prior.featurestore.catalog import (
+    CATALOG,
+    SEGMENTS,
+    Segment,
+    claimed_segment,
+    file_digest,
+    is_segment_id,
+    read_catalog,
+)
 from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, read_leases, stale
-from prior.featurestore.missing import incomplete_pairs, rebuild_recipes
+from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, gone_builds, read_leases, stale
+from prior.featurestore.missing import incomplete_pairs, rebuild_recipes, short_splits
 from prior.featurestore.recipe import Recipe
 from prior.featurestore.segments import SegmentStore
+from prior.featurestore.tree import Misplaced, misplaced
+from prior.hints import option
 
 
 @dataclass
@@ -48,7 +58,7 @@ def store_info(store: SegmentStore) -> StoreInfo:
     for e in store.entries():
         parts = [s for s in segs if s.kind == "feature" and s.target["entry"] == e.key]
         entries.append({"entry": e.key, "feature": e.spec, "scope": e.scope, "components": list(e.components),
-                        "default": e.is_default, "options": e.options or {}, "built_by": e.built_by,
+                        "default": e.is_default, "options": e.options, "built_by": e.built_by,
                         "recipe": e.recipe.to_dict() if e.recipe is not None else {},
                         "params": e.params, "parse": e.parse, "items": sum(p.rows for p in parts),
                         "segments": len(parts), "bytes": sum(f["size"] for p in parts for f in p.files.values())})
@@ -75,8 +85,9 @@ class VerifyReport:
     in_progress: list[str] = field(default_factory=list)  # uncommitted folders of live builds
     builds: list[str] = field(default_factory=list)  # live builds holding the store
     strays: list[str] = field(default_factory=list)  # entries of segments/ that are no segment folder
-    incomplete: list[str] = field(default_factory=list)  # pairs whose sentences or parses are gone (rebuild)
-    unsealed_records: int = 0  # records of an older prior, without their own checksum (accepted)
+    incomplete: list[str] = field(default_factory=list)  # short splits; pairs whose sentences or parses are gone (rebuild)
+    misplaced: list[str] = field(default_factory=list)  # paths of the wrong kind (`prior.featurestore.tree`)
+    gone: list[str] = field(default_factory=list)  # leases of builds whose process is gone (dead; gc removes)
 
     @property
     def ok(self) -> bool:
@@ -118,24 +129,31 @@ def _scan(fs: StoreFS) -> _Scan:
 
 
 def verify_store(store: SegmentStore) -> VerifyReport:
-    """Check every catalog record and every committed file's size and blake2b; list uncommitted
-    leftovers, the work in progress of live builds and old records without their checksum."""
+    """Check the store's tree (`prior.featurestore.tree`), every catalog record and every
+    committed file's size and blake2b, and each split against its manifest; list uncommitted
+    leftovers, the work in progress of live builds and the leases of builds that are gone."""
     fs = store.fs
+    misplaced_paths = misplaced(fs)
+    if any(not m.removable for m in misplaced_paths):  # the catalog or the segments cannot be read
+        lines = [m.line(store.location) for m in misplaced_paths]
+        return VerifyReport(damaged=list(lines), misplaced=lines)
     scan = _scan(fs)
-    report = VerifyReport(builds=[lease.describe() for lease in scan.live], strays=scan.strays)
+    report = VerifyReport(builds=[lease.describe() for lease in scan.live], strays=scan.strays,
+                          gone=gone_builds(fs), misplaced=[m.line(store.location) for m in misplaced_paths])
+    report.damaged += report.misplaced
     for rel, problem in sorted(scan.bad_records.items()):
         report.damaged.append(problem)
         report.damaged_records.append(rel)
     for seg in scan.segments:
         report.checked_segments += 1
-        report.unsealed_records += not seg.sealed
         problems = [p for inner, expected in sorted(seg.files.items()) if (p := _file_problem(fs, seg, inner, expected))]
         report.checked_files += len(seg.files)
         report.damaged += problems
         if problems:
             report.damaged_segments.append(seg.id)
-    # pairs whose sentences or parses are gone (dropped): damage a rebuild repairs, not a drop
-    for _, _, line, _ in incomplete_pairs(store, scan.segments, set(report.damaged_segments)):
+    # short splits, pairs whose sentences or parses are gone: damage a rebuild repairs, not a drop
+    skip = set(report.damaged_segments)
+    for _, _, line, _ in [*short_splits(store, scan.segments, skip), *incomplete_pairs(store, scan.segments, skip)]:
         report.damaged.append(line)
         report.incomplete.append(line)
     uncommitted = [n for n in scan.folders if n not in scan.committed and n not in scan.held()]
@@ -151,6 +169,8 @@ def _file_problem(fs: StoreFS, seg: Segment, inner: str, expected: dict[str, Any
         return f"{where}: {rel} is reached through a link (a store holds none; not followed)"
     if not fs.exists(rel):
         return f"{where}: missing file {rel}"
+    if not fs.is_file(rel):
+        return f"{where}: {rel} is a folder where a file belongs"
     size = fs.size(rel)
     if size != expected["size"]:
         return f"{where}: {rel} has {size} bytes, expected {expected['size']}"
@@ -193,12 +213,17 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
     ``bytes`` counts everything removed (or, in a dry run, everything that would be).
     """
     fs = store.fs
+    found = misplaced(fs)
+    if stuck := [m for m in found if not m.removable]:
+        raise StoreError("gc removes nothing: " + stuck[0].line(store.location))
     relinked = _replace_linked_folders(fs, dry_run) if drop_damaged else []
+    remade = _remove_misplaced(fs, found, dry_run)
     scan = _scan(fs)
     if scan.live and not force:
         raise StoreError("a build holds the store, gc removes nothing while builds run: "
                          + "; ".join(lease.describe() for lease in scan.live)
-                         + ". Wait for it to end, or pass --force (which still keeps the folders those builds own)")
+                         + f". Wait for it to end, or pass {option('force')} (which still keeps the folders those "
+                           "builds own)")
     held = set() if drop_damaged else scan.held()
     targets: list[str] = []
     dropped: list[Segment] = []
@@ -208,6 +233,7 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
         for sid in report.damaged_segments:
             targets += [f"{CATALOG}/{sid}.json", f"{SEGMENTS}/{sid}"]
         targets += sorted(scan.bad_records)
+        dropped += [claimed for rel in sorted(scan.bad_records) if (claimed := _claimed(fs, rel)) is not None]
     targets += [f"{SEGMENTS}/{n}" for n in scan.folders
                 if n not in scan.committed and n not in scan.owned and n not in held]
     # a temporary file belongs to a commit or lease write in progress unless it is old
@@ -225,7 +251,7 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
             folder, name = rel.split("/", 1)
             fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
         store.refresh()
-    targets = relinked + targets
+    targets = relinked + remade + targets
     rebuild: list[Recipe] = []
     if drop_damaged and not dry_run:
         try:
@@ -246,6 +272,29 @@ def _bytes(fs: StoreFS, rel: str) -> int:
         return sum(fs.size(f) for f in fs.walk_files(rel) if fs.inside(f))
     except StoreError:
         return 0
+
+
+def _claimed(fs: StoreFS, rel: str) -> Segment | None:
+    """What a damaged catalog record claims to be (`catalog.claimed_segment`), for the build
+    line that restores it once it is dropped."""
+    try:
+        return claimed_segment(fs.read_bytes(rel).decode("utf-8", "replace"), rel) if fs.is_file(rel) else None
+    except (OSError, StoreError):
+        return None
+
+
+def _remove_misplaced(fs: StoreFS, found: list[Misplaced], dry_run: bool) -> list[str]:
+    """Remove the paths of the wrong kind that hold no committed data (`prior.featurestore.tree`:
+    ``leases/`` as a file is made again as a folder). Returns them."""
+    if not dry_run:
+        for m in found:
+            folder, _, name = m.path.rpartition("/")
+            if folder:
+                fs.remove_entry(folder, name)
+            else:
+                fs.remove(m.path)
+                fs.makedirs(m.path)
+    return [m.path for m in found]
 
 
 def _replace_linked_folders(fs: StoreFS, dry_run: bool) -> list[str]:

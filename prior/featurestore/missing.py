@@ -14,65 +14,26 @@ builds that recompute what it dropped (:func:`rebuild_recipes`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from prior.errors import NotFoundError, PriorError
 from prior.featurestore.entries import EntryInfo
-from prior.featurestore.recipe import FeatureRecipe, Recipe, read_recorded, render
-from prior.featurestore.segment_files import source_of
-from prior.featurestore.selection import Coverage, build_recipe, feature_recipe
+from prior.featurestore.names import name_problem
+from prior.featurestore.rebuild import MissingDataError, restore_recipe
+from prior.featurestore.recipe import Recipe, render
+from prior.featurestore.segment_files import read_parquet, source_of
+from prior.featurestore.selection import Coverage
+from prior.featurestore.splits import split_shape
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
     from prior.featurestore.segments import SegmentStore
 
 
-class MissingDataError(NotFoundError):
-    """Pairs reference sentences, or sentences a parse, that the store does not hold;
-    ``recipe``: the build that restores them."""
-
-    def __init__(self, message: str, *, recipe: Recipe | None = None) -> None:
-        super().__init__(message)
-        self.recipe = recipe
-
-
-def restore_recipe(store: SegmentStore, dataset: str, split: str, *, parse: str | None = None,
-                   entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> Recipe:
-    """The build that restores ``dataset``/``split``'s pairs, sentences and parses (and the items
-    of ``entries``): the split's recorded dataset source, the first entry's feature (else one the
-    store holds, else ``sdoi``, which needs no resources), the parse's parser. ``dropped``: the
-    split's pairs segment that was just dropped, whose record serves when the split has no other."""
-    try:
-        entry = entries[0] if entries else next(iter(store.entries()), None)
-        features = [feature_recipe(entry, entry.name) if entry is not None else FeatureRecipe("sdoi")]
-        if store.split_segments(dataset, split):
-            return build_recipe(store, dataset=dataset, split=split, features=features, parse=parse)
-        made = build_recipe(store, dataset=None, split=None, features=features, parse=parse)
-        return _dropped_source(store, dataset, split, dropped).with_(
-            features=made.features, parser=made.parser, store=made.store,
-            recorded_parser_loads_code=made.recorded_parser_loads_code)
-    except PriorError:  # the catalog itself is damaged: a recipe without recorded sources
-        return Recipe(dataset=dataset, split=split, store=store.location)
-
-
 def restore_line(store: SegmentStore, dataset: str, split: str, *, parse: str | None = None,
                  entries: Sequence[EntryInfo] = (), dropped: Segment | None = None) -> str:
     """:func:`restore_recipe` as the installed renderer writes it."""
     return render(restore_recipe(store, dataset, split, parse=parse, entries=entries, dropped=dropped))
-
-
-def _dropped_source(store: SegmentStore, dataset: str, split: str, dropped: Segment | None) -> Recipe:
-    """The dataset source of a split whose pairs segments are all gone: the record of its
-    dropped segment or of another split of the dataset (with its row limit), else the plain name."""
-    splits = [[dropped]] if dropped is not None else []
-    splits += [store.split_segments(dataset, other) for d, other in store.datasets() if d == dataset]
-    for segs in splits:
-        recorded = read_recorded(segs[-1].meta)
-        limits = [n for s in segs if isinstance(n := s.meta.get("limit"), int)]
-        if recorded is not None and recorded.dataset is not None:
-            return recorded.source().with_(split=split, limit=max(limits) if len(limits) == len(segs) else None)
-    return Recipe(dataset=dataset, split=split)
 
 
 def missing_sentences(store: SegmentStore, dataset: str, split: str, count: int,
@@ -106,13 +67,43 @@ def check_held(store: SegmentStore, dataset: str, split: str, keys: Iterable[str
     raise missing_parses(store, dataset, split, parse, len(missing), entries)
 
 
-def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
-                     skip: set[str]) -> list[tuple[str, str, str, Recipe]]:
+def current_splits(segments: Sequence[Segment]) -> dict[tuple[str, str], list[Segment]]:
+    """Each split's pairs segments of its current source (the latest segment's), oldest first,
+    among ``segments`` (`SegmentStore.split_segments` for a list read elsewhere)."""
+    by_split: dict[tuple[str, str], list[Segment]] = {}
+    for s in segments:
+        if s.kind == "pairs":
+            by_split.setdefault((s.target["dataset"], s.target["split"]), []).append(s)
+    return {split: [s for s in segs if source_of(s) == source_of(segs[-1])] for split, segs in by_split.items()}
+
+
+def short_splits(store: SegmentStore, segments: Sequence[Segment],
+                 skip: set[str]) -> list[tuple[str, str, str, Recipe]]:
+    """(dataset, split, ``verify``'s line, the build that restores it) for each split that holds
+    fewer rows than its manifest records or lacks a pairs segment it lists
+    (`prior.featurestore.splits`). ``skip``: ids of damaged segments (a split with one is
+    reported as that segment's damage)."""
+    out = []
+    for (dataset, split), segs in sorted(current_splits(segments).items()):
+        if any(s.id in skip for s in segs):
+            continue
+        rows = {r for s in segs for r in read_parquet(store.fs, s, "pairs.parquet", ["row"]).column("row").to_pylist()}
+        shape = split_shape(segs, len(rows))
+        if shape.short:
+            recipe = restore_recipe(store, dataset, split)
+            out.append((dataset, split, f"pairs {shape.describe()}; restore them with: {render(recipe)}", recipe))
+    return out
+
+
+def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment], skip: set[str],
+                     specs: Mapping[str, str] | None = None) -> list[tuple[str, str, str, Recipe]]:
     """(dataset, split, ``verify``'s line, the build that restores them) for each current pairs
-    segment whose sentences the
-    store does not hold, or whose sentences lack a parse that a feature entry computed from
-    them (so the parse was there and is gone). ``segments``: the committed ones; ``skip``: ids
-    of damaged ones (their keys are not read, and what they may hold is not reported again)."""
+    segment whose sentences the store does not hold, or whose sentences lack a parse that a
+    feature entry computed from them (so the parse was there and is gone). ``segments``: the
+    committed ones; ``skip``: ids of damaged ones (their keys are not read, and what they may
+    hold is not reported again); ``specs``: parse → parser spec of parses whose records were
+    just dropped (the store records them no more)."""
+    specs = specs or {}
     usable = [s for s in segments if s.id not in skip]
     # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
     damaged_sentences = any(s.kind == "sentences" for s in segments if s.id in skip)
@@ -127,13 +118,8 @@ def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
         if s.kind == "feature":
             held = entries.setdefault(s.target["entry"], (EntryInfo.from_target(s.target), set()))
             held[1].update(store.segment_keys([s]))
-    latest = {(s.target["dataset"], s.target["split"]): source_of(s) for s in usable if s.kind == "pairs"}
-    current = {s.id for s in usable if s.kind == "pairs"
-               and source_of(s) == latest[s.target["dataset"], s.target["split"]]}
     out = []
-    for seg in usable:
-        if seg.id not in current:
-            continue
+    for seg in [s for segs in current_splits(usable).values() for s in segs]:
         dataset, split = seg.target["dataset"], seg.target["split"]
         rows = store.pair_rows_of(seg)
         keys = set(rows["key_a"].to_list()) | set(rows["key_b"].to_list())
@@ -151,7 +137,8 @@ def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
             else:
                 used = keys & have
             if unparsed := used - parsed.get(info.parse, set()):
-                recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info])
+                recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info],
+                                        parser=specs.get(info.parse))
                 out.append((dataset, split, f"{where}: {len(unparsed)} of its sentences have no parse "
                                             f"{info.parse[:12]} (entry {info.spec} {info.key[:12]} was computed "
                                             f"from it); restore it with: {render(recipe)}", recipe))
@@ -160,20 +147,64 @@ def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment],
 
 
 def rebuild_recipes(store: SegmentStore, dropped: Sequence[Segment]) -> list[Recipe]:
-    """After ``gc --drop-damaged`` dropped ``dropped``: the builds that compute them again, one
-    per split and entry (a rebuild reads and computes only what the store lacks). A dropped
-    feature segment's entry is rebuilt for every split it now lacks items of."""
+    """After ``gc --drop-damaged`` dropped ``dropped`` (damaged segments, and what damaged
+    records claimed to be): the builds that compute them again, one per split and entry (a
+    rebuild reads and computes only what the store lacks). A dropped pairs segment's split, a
+    split left short or with pairs whose sentences or parses are gone, a parse's splits that
+    it no longer covers, a feature entry's splits that it no longer covers, and the splits a
+    resource (an IDF table) was counted on, with the entries that name it."""
     store.refresh()
+    segments = store.segments()
+    specs = {s.target["parse"]: s.target["spec"] for s in dropped if s.kind == "parses"}
     recipes = [restore_recipe(store, s.target["dataset"], s.target["split"], dropped=s)
                for s in dropped if s.kind == "pairs"]
-    recipes += [recipe for *_, recipe in incomplete_pairs(store, store.segments(), set())]
+    recipes += [recipe for *_, recipe in short_splits(store, segments, set())]
+    recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set(), specs)]
     coverage = Coverage(store)
     for seg in dropped:
-        if seg.kind != "feature":
-            continue
-        entry = EntryInfo.from_target(seg.target)
-        for dataset, split in store.datasets():
-            if coverage.missing(entry, dataset, split)[0]:
-                recipes.append(restore_recipe(store, dataset, split, parse=entry.parse, entries=[entry]))
+        if seg.kind == "feature":
+            entry = EntryInfo.from_target(seg.target)
+            recipes += [restore_recipe(store, d, sp, parse=entry.parse, entries=[entry], parser=specs.get(entry.parse))
+                        for d, sp in store.datasets() if coverage.missing(entry, d, sp)[0]]
+        elif seg.kind == "parses":
+            recipes += _parse_recipes(store, seg, coverage)
+        elif seg.kind == "resource":
+            recipes += _resource_recipes(store, seg, coverage)
     unique = {json.dumps([r.to_dict(), r.recorded_parser_loads_code], sort_keys=True): r for r in recipes}
     return list(unique.values())
+
+
+def _parse_recipes(store: SegmentStore, dropped: Segment, coverage: Coverage) -> list[Recipe]:
+    """The builds that parse again what a dropped parses segment held: every split with
+    sentences the parse lacks, where it still holds some (or holds none at all any more), with
+    the parser the segment recorded. A dropped record of skips is restored the same way."""
+    parse, spec = dropped.target["parse"], dropped.target["spec"]
+    parsed = store.parsed_keys(parse)
+    skipped = coverage.skipped(parse)
+    out = []
+    for dataset, split in store.datasets():
+        rows = coverage.rows(dataset, split)
+        keys = set(rows["key_a"].to_list()) | set(rows["key_b"].to_list())
+        lacking = keys - parsed - skipped.keys()
+        if lacking and (len(lacking) < len(keys) or not parsed):
+            out.append(restore_recipe(store, dataset, split, parse=parse, parser=spec))
+    return out
+
+
+def _resource_recipes(store: SegmentStore, dropped: Segment, coverage: Coverage) -> list[Recipe]:
+    """The builds that make a dropped resource again: a resource is counted by a feature's
+    build from the splits its meta names (an IDF table: ``dataset``, ``splits``), so the build
+    of an entry that names it (in its parameters) over those splits writes it again, with the
+    same content key. Without such a record: each split such an entry covers."""
+    key, meta = dropped.target["key"], dropped.target["meta"]
+    users = [e for e in store.entries() if key in {str(v) for v in e.params.values()}]
+    out = []
+    for entry in users:
+        named = meta.get("splits") if name_problem(meta.get("dataset")) is None else None
+        if isinstance(named, list) and named and all(name_problem(x) is None for x in named):
+            out.append(restore_recipe(store, meta["dataset"], ",".join(named), parse=entry.parse, entries=[entry]))
+            continue
+        for name in coverage.covered_splits(entry):
+            dataset, split = name.split("/", 1)
+            out.append(restore_recipe(store, dataset, split, parse=entry.parse, entries=[entry]))
+    return out

@@ -11,15 +11,14 @@ carries a recipe composed from those records.
 Nothing below the command line spells a flag: the text of a recipe comes from the renderer
 installed with :func:`set_renderer` (the ``prior`` command installs one that writes a ``prior
 build …`` line). Without one, :class:`PlainRenderer` describes a recipe in words, for library
-users. Stores written before recipes were recorded hold a list of command-line arguments
-instead (``"build_args"``); :func:`recipe_from_build_args` reads that frozen historic format.
+users.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -108,17 +107,14 @@ class Recipe:
                    parser=d.get("parser"), store=d.get("store"))
 
 
-def read_recorded(record: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> Recipe | None:
-    """The recipe a segment's metadata or an entry's target records: its ``"recipe"``, else
-    its historic ``"build_args"`` (``options``: the entry's recorded options), else None.
-    A recorded recipe that fails :func:`recorded_recipe_problem` is None too: nothing read from
-    a store is rendered unchecked (the catalog reports such a record as damaged)."""
-    if recorded_recipe_problem(record, options) is not None:
+def read_recorded(record: Mapping[str, Any]) -> Recipe | None:
+    """The recipe a segment's metadata or an entry's target records (its ``"recipe"``), else
+    None. A recorded recipe that fails :func:`recorded_recipe_problem` is None too: nothing read
+    from a store is rendered unchecked (the catalog reports such a record as damaged)."""
+    if recorded_recipe_problem(record) is not None:
         return None
     if isinstance(value := record.get("recipe"), Mapping):
         return Recipe.from_dict(value)
-    if args := record.get("build_args"):
-        return recipe_from_build_args([str(a) for a in args], options)
     return None
 
 
@@ -238,48 +234,13 @@ def recipe_problem(raw: object) -> str | None:
     return None
 
 
-def recorded_recipe_problem(record: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> str | None:
+def recorded_recipe_problem(record: Mapping[str, Any]) -> str | None:
     """What is wrong with the recipe a segment's metadata or an entry's target records (its
-    ``"recipe"``, else its historic ``"build_args"``), or None (also when it records none)."""
+    ``"recipe"``), or None (also when it records none)."""
     if "recipe" in record:
         problem = recipe_problem(record["recipe"])
         return None if problem is None else f"records a recipe that {problem}"
-    if args := record.get("build_args"):
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            return "records build arguments that are not a list of strings"
-        problem = recipe_problem(recipe_from_build_args(args, options).to_dict())
-        return None if problem is None else f"records build arguments whose recipe {problem}"
     return None
-
-
-# --------------------------------------------------------------------------- the historic format
-# Stores written before recipes were recorded keep, with a split's pairs and with each feature
-# entry, the command-line arguments that read or made them. That format is frozen: these are
-# the only arguments it ever held ("-o" values are taken from the entry's recorded options).
-_OLD_SOURCE = {"--dataset": "dataset", "--name": "name", "--data-dir": "data_dir"}
-_OLD_COLUMNS = {"--text-a": "text_a", "--text-b": "text_b", "--label": "label", "--label-kind": "label_kind"}
-_OLD_INPUTS = {"--embeddings": "embeddings"}
-
-
-def recipe_from_build_args(args: Sequence[str], options: Mapping[str, Any] | None = None) -> Recipe:
-    """The recipe an old ``"build_args"`` list records: ``--dataset X [--name N] [--data-dir D]
-    [--text-a C …]`` (a split's pairs) or ``--features F [-o F.K=V …] [--embeddings P]`` (an
-    entry, whose options are ``options``)."""
-    fields: dict[str, Any] = {}
-    columns: dict[str, str | None] = {}
-    inputs: dict[str, str] = {}
-    feature = None
-    for flag, value in zip(args[::2], args[1::2]):
-        if flag in _OLD_SOURCE:
-            fields[_OLD_SOURCE[flag]] = value
-        elif flag in _OLD_COLUMNS:
-            columns[_OLD_COLUMNS[flag]] = value or None
-        elif flag in _OLD_INPUTS:
-            inputs[_OLD_INPUTS[flag]] = value
-        elif flag == "--features":
-            feature = value
-    features = (FeatureRecipe(feature, dict(options or {}), inputs),) if feature else ()
-    return Recipe(columns=columns, features=features, **fields)
 
 
 # --------------------------------------------------------------------------- rendering

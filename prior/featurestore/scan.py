@@ -45,7 +45,9 @@ from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
 from prior.featurestore.segment_files import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
 from prior.featurestore.selection import Coverage, Request
+from prior.featurestore.splits import SplitRows, leave_out_skipped
 from prior.featurestore.tensors import nested_column, numpy_column
+from prior.hints import option
 from prior.layouts.kinds import SentenceVector, WordIds
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import View, column_name, view_of
@@ -140,12 +142,15 @@ class SplitScan:
         coverage = Coverage(store)
         self.entries = view_entries(store, feature, dataset=dataset, split=split, request=request,
                                     coverage=coverage)
-        self.rows = coverage.rows(dataset, split)
         parses = store.segments("parses")
         if not parses:
             raise NotFoundError(f"{store.location} holds no parses yet; build a dataset into it with "
-                                f"`prior build --dataset` (a name from `prior datasets`, or a file)")
+                                f"`prior build {option('dataset')}` (a name from `prior datasets`, or a file)")
         self.parse = self.entries[0].parse or parses[-1].target["parse"]
+        #: the split's rows as the read serves them: its pairs less those the parse's build skipped
+        kept, skipped = leave_out_skipped(coverage.rows(dataset, split), coverage.skipped(self.parse))
+        self.split_rows = SplitRows(dataset, split, kept, self.parse, skipped)
+        self.rows = self.split_rows.rows
         self.parse_segments = [s for s in parses if s.target["parse"] == self.parse]
         if not self.parse_segments:
             raise NotFoundError(f"{store.location} has no parse {self.parse}; present: {sorted(store.parse_ids())}")

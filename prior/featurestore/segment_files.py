@@ -37,22 +37,38 @@ def source_of(segment: Segment) -> str:
     return keymod.canonical_json([segment.target["source_sha256"], segment.meta.get("reader")])
 
 
+def arrow_owned(data: bytes) -> pa.Buffer:
+    """``data`` copied into memory Arrow allocates. A buffer that wraps a Python object
+    (``pa.BufferReader(data)`` does) takes the GIL when its last reference goes, and a threaded
+    read's worker thread may drop that reference after the main thread has returned: at
+    interpreter exit such a late release meets a finalizing interpreter, the thread is ended by
+    ``pthread_exit`` inside a C++ destructor, and the process aborts ("terminate called without
+    an active exception", exit 134) after the command's work is done. Arrow's own memory is
+    released without Python."""
+    buffer = pa.allocate_buffer(len(data))
+    pa.FixedSizeBufferWriter(buffer).write(data)
+    return buffer
+
+
 def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pa.Table:
     """A committed Parquet file (checked against its record on its first read in this process);
-    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback."""
+    a file that still cannot be decoded is a `StoreError` naming it, never a decoder's traceback.
+    Arrow's worker threads never hold a Python object (`arrow_owned`): the checked bytes are
+    decoded from Arrow's memory, a local file from its path, and a file of an object store (a
+    Python file object) in the calling thread."""
     # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
     # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
     wanted = list(columns) if columns else None
     try:
         if not is_verified(fs, segment, inner):
-            with pq.ParquetFile(pa.BufferReader(read_checked(fs, segment, inner))) as pf:
+            with pq.ParquetFile(pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))) as pf:
                 return pf.read(columns=wanted)
         rel = f"{segment.folder}/{inner}"
         if fs.local:
             with pq.ParquetFile(fs.path(rel)) as pf:
                 return pf.read(columns=wanted)
         with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-            return pf.read(columns=wanted)
+            return pf.read(columns=wanted, use_threads=False)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from prior.errors import NotFoundError, PriorError
 from prior.featurestore import keys as keymod
-from prior.featurestore.catalog import SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
+from prior.featurestore.catalog import MANIFEST, SEGMENTS, Segment, commit_segment, new_segment_id, read_catalog
 from prior.featurestore.checked import damaged
 from prior.featurestore.entries import EntryInfo, FeatureData, Resource
 from prior.featurestore.errors import SegmentLostError, StoreError
@@ -54,13 +54,18 @@ from prior.featurestore.segment_files import (
     polars_frame,
     read_arrays,
     read_parquet,
+    read_parquet_where,
     source_of,
     write_parquet,
 )
 from prior.featurestore.tensors import flatten, write_flat
+from prior.featurestore.tree import Misplaced
+from prior.hints import option
 from prior.layouts.ragged import Ragged
 
-FORMAT: dict[str, Any] = {"format": "prior-store", "version": 1}
+FORMAT: dict[str, Any] = {"format": "prior-store", "version": 2}
+#: the sentences a parses segment's build skipped, and why (`prior.featurestore.splits`)
+SKIPPED = "skipped.parquet"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -72,7 +77,23 @@ def _reach_hint(location: str) -> str:
     if "://" not in location or location.startswith("file://"):
         return ""
     return ("; check the URL, the endpoint and the credentials: fsspec storage options go in "
-            "--storage-option KEY=VALUE or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, secret=…, anon=true)")
+            f"{option('storage_option', 'KEY=VALUE')} or $PRIOR_STORAGE_OPTIONS (e.g. endpoint_url=…, key=…, "
+            "secret=…, anon=true)")
+
+
+#: the extra of `prior` that installs the fsspec backend of a URL scheme
+BACKEND_EXTRAS = {"s3": "s3", "s3a": "s3"}
+
+
+def _backend_missing(location: str, exc: BaseException) -> str | None:
+    """The one line for a store URL whose fsspec backend is not installed (fsspec raises
+    ImportError naming the package), else None."""
+    if not isinstance(exc, ImportError) or "://" not in location:
+        return None
+    scheme = location.split("://", 1)[0].lower()
+    extra = BACKEND_EXTRAS.get(scheme)
+    install = f"pip install 'prior[{extra}]'" if extra else f"install the fsspec backend of {scheme}://"
+    return f"the store at {location} needs the fsspec backend of {scheme}://, which is not installed: {install}"
 
 
 class SegmentStore:
@@ -98,6 +119,8 @@ class SegmentStore:
         except PriorError:
             raise
         except Exception as exc:  # noqa: BLE001 - a backend's error (permissions, credentials): one line
+            if (missing := _backend_missing(str(given.location), exc)) is not None:
+                raise StoreError(missing) from None
             if hasattr(self, "fs") and not self.fs.local:
                 # fsspec keeps filesystem instances, with the credentials they found, for reuse:
                 # a retry in this process (credentials set meanwhile) must start afresh
@@ -114,12 +137,16 @@ class SegmentStore:
                     raise StoreError(f"{self.location} holds catalog/ or segments/ but no STORE.json: a first build "
                                      f"was interrupted; rerun `{render(Recipe(store=self.location))}` with that "
                                      "build's dataset to continue it")
-                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build --dataset` (a name "
-                                    f"from `prior datasets`, or a file) `--store {self.location}`")
+                raise NotFoundError(f"no feature store at {self.location}; build one with `prior build "
+                                    f"{option('dataset')}` (a name from `prior datasets`, or a file) "
+                                    f"`{option('store', self.location)}`")
             self.fs.write_atomic("STORE.json", json.dumps(FORMAT).encode())
             self.fs.makedirs("catalog")
             self.fs.makedirs(SEGMENTS)
             return
+        if not self.fs.is_file("STORE.json"):
+            raise StoreError(Misplaced("STORE.json", "is a folder where the store's format file belongs",
+                                       False).line(self.location))
         try:
             fmt = json.loads(self.fs.read_bytes("STORE.json"))
             known = fmt.get("format") == FORMAT["format"] and int(fmt.get("version", 0)) <= FORMAT["version"]
@@ -127,6 +154,9 @@ class SegmentStore:
             raise StoreError(f"{self.location}/STORE.json is damaged; restore it as {json.dumps(FORMAT)}") from None
         if not known:
             raise StoreError(f"{self.location} holds an unknown store format {fmt}; upgrade prior")
+        if int(fmt["version"]) < FORMAT["version"]:
+            raise StoreError(f"{self.location} is a store of format version {fmt['version']}; convert it once, in "
+                             f"place, with `prior store upgrade {option('store', self.location)}`")
 
     @property
     def location(self) -> str:
@@ -195,8 +225,24 @@ class SegmentStore:
         check_name("split", split)
         if missing := required - set(table.column_names):
             raise StoreError(f"pairs table for {dataset}/{split} lacks columns {sorted(missing)}")
+        meta = dict(meta or {})
+        meta[MANIFEST] = self._manifest(dataset, split, source_sha256, meta.get("reader"), table.column("row"))
         return self._write_segment("pairs", {"dataset": dataset, "split": split, "source_sha256": source_sha256},
                                    table.num_rows, parquet_writer(self.fs, "pairs.parquet", table), meta)
+
+    def _manifest(self, dataset: str, split: str, source_sha256: str, reader: Any, rows: Any) -> dict[str, Any]:
+        """The split's manifest after a commit of ``rows`` read from this source
+        (`prior.featurestore.splits`): the current segments it joins (none for a new source)
+        and the distinct rows they hold with it. Read from a fresh catalog: what another
+        process committed since this one last looked counts."""
+        self.refresh()
+        current = self.split_segments(dataset, split)
+        if current and source_of(current[-1]) != keymod.canonical_json([source_sha256, reader]):
+            current = []
+        held = [read_parquet(self.fs, s, "pairs.parquet", ["row"]).column("row") for s in current]
+        chunks = [c.cast(pa.int64()) for part in [*held, rows] for c in part.chunks]
+        distinct = pa.chunked_array(chunks, type=pa.int64()).unique()
+        return {"rows": len(distinct), "segments": [s.id for s in current]}
 
     def datasets(self) -> list[tuple[str, str]]:
         return sorted({(s.target["dataset"], s.target["split"]) for s in self.segments("pairs")})
@@ -234,7 +280,8 @@ class SegmentStore:
         others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
         recorded = read_recorded(others[-1].meta) if others else None
         if recorded is None or recorded.dataset is None:
-            return message + f"; build it first with `prior build --dataset` and its name or file (`--name {dataset}`)"
+            return message + (f"; build it first with `prior build {option('dataset')}` and its name or file "
+                              f"(`{option('name', dataset)}`)")
         return message + "; add it with: " + render(recorded.source().with_(split=split, store=self.location))
 
     # ---------------------------------------------------------------- sentences and parses
@@ -254,10 +301,14 @@ class SegmentStore:
         return self.segment_keys(self.segments("sentences"))
 
     def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
-                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str | None = None) -> Segment | None:
-        """One segment of parse records; ``spec`` is the parser's ``--parser`` value (recorded
-        for build hints, not part of the parse id)."""
-        if not keys:
+                     records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str,
+                     skipped: Mapping[str, str] | None = None) -> Segment | None:
+        """One segment of parse records; ``spec`` is the parser's spec (its ``parser`` option's
+        value: recorded for build hints, not part of the parse id). ``skipped``: sentences this
+        build could not parse → why (over the word limit, the parser failed), recorded in the same
+        commit so that reads leave their pairs out (`prior.featurestore.splits`)."""
+        skipped = dict(skipped or {})
+        if not keys and not skipped:
             return None
         if len(keys) != len(records):
             raise StoreError(f"{len(keys)} keys for {len(records)} parse records")
@@ -265,9 +316,18 @@ class SegmentStore:
         for col in PARSE_COLUMNS:
             typ = pa.list_(pa.int32()) if col == "heads" else pa.list_(pa.string())
             columns[col] = pa.array([list(r[col]) for r in records], typ)
-        target = {"parse": parse, "fingerprint": dict(fingerprint)} | ({"spec": spec} if spec else {})
-        return self._write_segment("parses", target, len(keys),
-                                   parquet_writer(self.fs, "parses.parquet", pa.table(columns)))
+        tables = {"parses.parquet": pa.table(columns)}
+        if skipped:
+            tables[SKIPPED] = pa.table({"sent_key": pa.array(list(skipped), pa.string()),
+                                        "reason": pa.array(list(skipped.values()), pa.string())})
+
+        def write(folder: str) -> list[str]:
+            for name, table in tables.items():
+                write_parquet(self.fs, f"{folder}/{name}", table)
+            return list(tables)
+
+        return self._write_segment("parses", {"parse": parse, "fingerprint": dict(fingerprint), "spec": spec},
+                                   len(keys), write)
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
@@ -275,6 +335,28 @@ class SegmentStore:
 
     def parsed_keys(self, parse: str) -> set[str]:
         return self.segment_keys(s for s in self.segments("parses") if s.target["parse"] == parse)
+
+    def skipped_sentences(self, parse: str) -> dict[str, str]:
+        """Sentences the builds of ``parse`` skipped and no later build parsed → why (the
+        reason recorded first). Reads the skip records, then only the parses segments that are
+        newer than the oldest of them (a sentence is parsed after it was skipped, if ever)."""
+        segs = [s for s in self.segments("parses") if s.target["parse"] == parse]
+        holding = [s for s in segs if SKIPPED in s.files]
+        if not holding:
+            return {}
+        skipped: dict[str, str] = {}
+        for s in holding:
+            table = read_parquet(self.fs, s, SKIPPED)
+            for key, reason in zip(table.column("sent_key").to_pylist(), table.column("reason").to_pylist()):
+                skipped.setdefault(key, reason)
+        later = [s for s in segs if s.id > holding[0].id and s.rows]
+        if later:
+            wanted = pl.Series(list(skipped), dtype=pl.String)
+            for s in later:
+                found = read_parquet_where(self.fs, s, "parses.parquet", [], "sent_key", wanted)["sent_key"]
+                for key in found.to_list():
+                    skipped.pop(key, None)
+        return skipped
 
     def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
                columns: Sequence[str] | None = None, *, cache: bool = False) -> pl.DataFrame:
@@ -285,7 +367,7 @@ class SegmentStore:
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
-                                f"`prior build --dataset` (a name from `prior datasets`, or a file)")
+                                f"`prior build {option('dataset')}` (a name from `prior datasets`, or a file)")
         if columns is not None and (unknown := set(columns) - set(PARSE_COLUMNS)):
             raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
         wanted = None if columns is None else ["sent_key", *columns]

@@ -37,22 +37,29 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prior.errors import NotFoundError
+from prior.featurestore.rebuild import build_recipe, feature_recipe, pairs_recipe, parser_spec, recorded_spec
 from prior.featurestore.recipe import (
     EntryPick,
     FeatureRecipe,
     Recipe,
-    read_recorded,
     render,
     render_entry_pick,
     render_parse_pick,
 )
-from prior.parser_spec import loads_code
+from prior.featurestore.splits import checked_rows, leave_out_skipped
+from prior.hints import option
 
 if TYPE_CHECKING:
     import polars as pl
 
     from prior.featurestore.entries import EntryInfo
     from prior.featurestore.segments import SegmentStore
+
+# the recipes of what a store lacks live in `prior.featurestore.rebuild`; named here too, where
+# readers of the selection contract look for them
+__all__ = ["DEFAULT_PARSER", "AmbiguousEntryError", "Coverage", "EntrySelectionError", "IncompleteEntryError",
+           "ParseSelectionError", "Request", "build_recipe", "feature_recipe", "pairs_recipe", "parse_of",
+           "parser_spec", "recorded_parsers", "recorded_spec", "select_entry", "select_parse"]
 
 
 # The parser a build uses and a read without a feature reads the parse of, unless told otherwise
@@ -111,7 +118,7 @@ def matches(entry: EntryInfo, params: Mapping[str, Any] | None) -> bool:
     """``entry`` has every given value (as an option or a resolved parameter) and deviates from
     its feature's defaults only where asked."""
     params = params or {}
-    options = entry.options or {}
+    options = entry.options
     for key, value in params.items():
         if key in options:
             if options[key] != value:
@@ -123,44 +130,56 @@ def matches(entry: EntryInfo, params: Mapping[str, Any] | None) -> bool:
 
 def known_keys(entries: Sequence[EntryInfo]) -> set[str]:
     """Names a read may select these entries by: their options and resolved parameters."""
-    return {k for e in entries for k in (*e.params, *(e.options or {}))}
+    return {k for e in entries for k in (*e.params, *e.options)}
 
 
 # --------------------------------------------------------------------------- coverage
 class Coverage:
-    """Which keys each entry holds and which each split needs, read once per selection."""
+    """Which keys each entry holds and which each split needs, read once per selection. A
+    split's rows are checked against its manifest (`prior.featurestore.splits`); what an entry
+    needs of them leaves out the pairs its parse's build skipped."""
 
     def __init__(self, store: SegmentStore) -> None:
         self.store = store
         self._have: dict[str, pl.Series] = {}
-        self._need: dict[tuple[str, str, str], pl.Series] = {}
+        self._need: dict[tuple[str, str, str, str | None], pl.Series] = {}
         self._rows: dict[tuple[str, str], pl.DataFrame] = {}
+        self._skipped: dict[str, dict[str, str]] = {}
 
     def rows(self, dataset: str, split: str) -> pl.DataFrame:
-        """The split's pair rows (`Store.pair_rows`), read once per selection."""
+        """The split's pair rows, checked against its manifest (`splits.checked_rows`), read once
+        per selection."""
         if (dataset, split) not in self._rows:
-            self._rows[dataset, split] = self.store.pair_rows(dataset, split)
+            self._rows[dataset, split] = checked_rows(self.store, dataset, split)
         return self._rows[dataset, split]
 
-    def _needed(self, dataset: str, split: str, scope: str) -> pl.Series:
-        key = (dataset, split, scope)
+    def skipped(self, parse: str | None) -> dict[str, str]:
+        """The sentences ``parse``'s builds skipped → why (`SegmentStore.skipped_sentences`)."""
+        if parse is None:
+            return {}
+        if parse not in self._skipped:
+            self._skipped[parse] = self.store.skipped_sentences(parse)
+        return self._skipped[parse]
+
+    def _needed(self, dataset: str, split: str, scope: str, parse: str | None) -> pl.Series:
+        key = (dataset, split, scope, parse)
         if key not in self._need:
             import polars as pl
 
-            rows = self.rows(dataset, split)
+            rows, _ = leave_out_skipped(self.rows(dataset, split), self.skipped(parse))
             keys = rows["pair_key"] if scope == "pair" else pl.concat([rows["key_a"], rows["key_b"]])
             self._need[key] = keys.unique()  # in no particular order
         return self._need[key]
 
-    def needed(self, dataset: str, split: str, scope: str) -> list[str]:
-        """The distinct keys the split needs of an entry of ``scope``, sorted."""
-        return self._needed(dataset, split, scope).sort().to_list()
+    def needed(self, dataset: str, split: str, scope: str, parse: str | None = None) -> list[str]:
+        """The distinct keys the split needs of an entry of ``scope`` computed from ``parse``, sorted."""
+        return self._needed(dataset, split, scope, parse).sort().to_list()
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
-        """(items of the split the entry lacks, items the split needs)."""
+        """(items of the split the entry lacks, items the split needs of it)."""
         if entry.key not in self._have:
             self._have[entry.key] = self.store.entry_keys(entry)
-        need = self._needed(dataset, split, entry.scope)
+        need = self._needed(dataset, split, entry.scope, entry.parse)
         # an anti-join: 2.4x faster than `is_in` on 500k keys alone (both sides hashed in parallel)
         lacking = need.to_frame("key").join(self._have[entry.key].to_frame("key"), on="key", how="anti").height
         return lacking, need.len()
@@ -168,67 +187,6 @@ class Coverage:
     def covered_splits(self, entry: EntryInfo) -> list[str]:
         """``dataset/split`` names of every split in the store the entry holds completely."""
         return [f"{d}/{s}" for d, s in self.store.datasets() if self.missing(entry, d, s)[0] == 0]
-
-
-# --------------------------------------------------------------------------- the build recipe
-def build_recipe(store: SegmentStore, *, dataset: str | None, split: str | None, features: Sequence[FeatureRecipe],
-                 parse: str | None = None, parser: str | None = None) -> Recipe:
-    """The build that adds ``features``' items for a split, from what the store recorded: the
-    split's dataset source (a file path, a name, columns), the features and the parse's parser
-    (``parser``: this parser spec instead)."""
-    recipe = Recipe()
-    if dataset is not None:
-        recipe = (pairs_recipe(store, dataset, split) or Recipe(dataset=dataset)).with_(split=split)
-    from_store = parser is None
-    parser = parser or parser_spec(store, parse)
-    return recipe.with_(features=tuple(features), parser=parser or None, store=store.location,
-                        recorded_parser_loads_code=bool(from_store and parser and loads_code(parser)))
-
-
-def pairs_recipe(store: SegmentStore, dataset: str, split: str | None) -> Recipe | None:
-    """How the build that wrote a split's pairs read its dataset, with the row limit when every
-    build of its current rows read only a prefix of the file (then the recipe reads the same rows
-    again instead of the whole file); None when the store recorded nothing."""
-    splits = [split] if split is not None else [s for d, s in store.datasets() if d == dataset][:1]
-    current = store.split_segments(dataset, splits[0]) if splits else []
-    recorded = read_recorded(current[-1].meta) if current else None
-    if recorded is None or recorded.dataset is None:
-        return None
-    limits = [n for s in current if isinstance(n := s.meta.get("limit"), int)]
-    limit = max(limits) if split is not None and len(limits) == len(current) else None
-    return recorded.source().with_(limit=limit)
-
-
-def recorded_spec(target: Mapping[str, Any]) -> str | None:
-    """The ``--parser`` value a parses record (a segment's target) names: its ``spec``, else
-    ``spacy`` for a spaCy parse recorded before specs were; None where the record does not say
-    (the default parser's)."""
-    if target.get("spec"):
-        return str(target["spec"])
-    return "spacy" if target.get("fingerprint", {}).get("backend") == "spacy" else None
-
-
-def parser_spec(store: SegmentStore, parse: str | None) -> str | None:
-    """The ``--parser`` value that reproduces ``parse`` (default: the store's latest parse)."""
-    segs = store.segments("parses")
-    if parse is not None:
-        segs = [s for s in segs if s.target["parse"] == parse]
-    if not segs:
-        return None
-    return recorded_spec(segs[-1].target)
-
-
-def feature_recipe(entry: EntryInfo | None, name: str, built_by: str | None = None,
-                   params: Mapping[str, Any] | None = None) -> FeatureRecipe:
-    """The feature of a build that makes ``entry`` again, or a new entry of ``name`` with
-    ``params`` as options when there is none yet (with the view's ``build_inputs``)."""
-    from prior.layouts.views import VIEWS
-
-    if entry is not None and entry.recipe is not None and entry.recipe.features:
-        return entry.recipe.features[0]
-    feature = (entry.built_by if entry is not None else None) or built_by or name
-    options = (entry.options or {}) if entry is not None else dict(params or {})
-    return FeatureRecipe(feature, dict(options), dict(VIEWS[name].build_inputs) if name in VIEWS else {})
 
 
 # --------------------------------------------------------------------------- selection
@@ -245,7 +203,7 @@ def entries_line(entries: Sequence[EntryInfo]) -> str:
 
 def pick_flags(entry: EntryInfo) -> str:
     """How a read selects ``entry``: its options, and always its key prefix."""
-    return render_entry_pick(EntryPick(entry.built_by or entry.name, dict(entry.options or {}), entry.key[:12]))
+    return render_entry_pick(EntryPick(entry.built_by or entry.name, dict(entry.options), entry.key[:12]))
 
 
 def describe_entries(entries: Sequence[EntryInfo], coverage: Coverage) -> str:
@@ -359,15 +317,11 @@ class ParseSelectionError(NotFoundError):
         self.recipe = recipe
 
 
-def recorded_parsers(store: SegmentStore) -> dict[str, str | None]:
-    """Parse id → the ``--parser`` value that made it (None where the store does not say: the
-    default parser's, as `parser_spec` reads it), in the order the parses were first written."""
-    out: dict[str, str | None] = {}
+def recorded_parsers(store: SegmentStore) -> dict[str, str]:
+    """Parse id → the parser spec that made it, in the order the parses were first written."""
+    out: dict[str, str] = {}
     for seg in store.segments("parses"):
-        target = seg.target
-        spec = recorded_spec(target)
-        if target["parse"] not in out or spec:
-            out[target["parse"]] = None if spec is None else str(spec)
+        out.setdefault(seg.target["parse"], recorded_spec(seg.target))
     return out
 
 
@@ -375,22 +329,26 @@ def select_parse(store: SegmentStore, keys: Sequence[str], *, parse: str | None 
                  dataset: str | None = None, split: str | None = None) -> str:
     """The parse a read of the sentences ``keys`` (of ``dataset``/``split``, for messages)
     uses when no feature entry decides it: ``parse`` (an id or a prefix: what a checkpoint
-    recorded), else the parse whose recorded ``--parser`` value is ``parser`` (default
-    :data:`DEFAULT_PARSER`). Exactly one such parse must hold every key; the error otherwise
-    names the missing count, the build line that parses them and the parses that hold them."""
+    recorded), else the parse whose recorded parser spec is ``parser`` (default
+    :data:`DEFAULT_PARSER`). Exactly one such parse must hold every key but those its builds
+    skipped (their pairs are left out of the read: `prior.featurestore.splits`); the error
+    otherwise names the missing count, the build line that parses them (every split of the
+    dataset the store holds, so that the reads that follow, an evaluation's test split
+    included, find them too) and the parses that hold them."""
     recorded = recorded_parsers(store)
     wanted = list(dict.fromkeys(keys))
     if parse is None:
         parser = parser or DEFAULT_PARSER
     candidates, asked = _named_parses(recorded, parse, parser or DEFAULT_PARSER)
     if parse is None and parser == DEFAULT_PARSER:
-        asked += " (the default; pick another with --parser)"
+        asked += f" (the default; pick another with {option('parser')})"
     lacking: dict[str, int] = {}
 
     def lacks(p: str) -> int:  # the other parses are read only for the error message
         if p not in lacking:
             held = store.parsed_keys(p)
-            lacking[p] = sum(1 for k in wanted if k not in held)
+            skipped = store.skipped_sentences(p)
+            lacking[p] = sum(1 for k in wanted if k not in held and k not in skipped)
         return lacking[p]
 
     complete = [p for p in candidates if lacks(p) == 0]
@@ -399,18 +357,20 @@ def select_parse(store: SegmentStore, keys: Sequence[str], *, parse: str | None 
         return complete[0]
     if len(complete) > 1:
         raise ParseSelectionError(f"{store.location} has {len(complete)} parses that are {asked} and hold {where}; "
-                                  f"pick one with --parse:\n{describe_parses(complete, recorded)}")
+                                  f"pick one with {option('parse')}:\n{describe_parses(complete, recorded)}")
     if candidates:
         best = min(candidates, key=lacks)
-        message = (f"{lacking[best]} of the {len(wanted)} sentences of {where} are not in the {asked}, "
-                   f"{best[:12]}")
+        named = "" if parse is not None and best.startswith(parse[:12]) else f", {best[:12]}"
+        message = f"{lacking[best]} of the {len(wanted)} sentences of {where} are not in the {asked}{named}"
     else:
         message = f"{store.location} holds no {asked}"
     # a parse the store holds: its recorded parser (build_recipe marks one that loads a
-    # pickle); none: the reader's own --parser
+    # pickle); none: the reader's own parser
     recipe = None
     if candidates or parser is not None:
-        recipe = build_recipe(store, dataset=dataset, split=split, features=[FeatureRecipe("sdoi")],
+        splits = [s for d, s in store.datasets() if d == dataset] if dataset is not None else []
+        every = ",".join(dict.fromkeys([*(([split]) if split else []), *splits])) or split
+        recipe = build_recipe(store, dataset=dataset, split=every, features=[FeatureRecipe("sdoi")],
                               **({"parse": candidates[0]} if candidates else {"parser": parser}))
         message += f"; parse them with\n  {render(recipe)}"
     others = [p for p in recorded if p not in candidates and lacks(p) == 0]
@@ -419,41 +379,34 @@ def select_parse(store: SegmentStore, keys: Sequence[str], *, parse: str | None 
     raise ParseSelectionError(message, recipe=recipe)
 
 
-def _made_by(recorded: str | None, parser: str) -> bool:
-    """A parse recorded with ``recorded`` was made by ``parser``; a parse that records no
-    parser (written before parsers were recorded, or by hand) counts as the default parser's,
-    as `parser_spec` reads it."""
-    return recorded == parser or (recorded is None and parser == DEFAULT_PARSER)
-
-
-def _named_parses(recorded: Mapping[str, str | None], parse: str | None, parser: str) -> tuple[list[str], str]:
+def _named_parses(recorded: Mapping[str, str], parse: str | None, parser: str) -> tuple[list[str], str]:
     """The parses ``parse`` (an id prefix) names, else those ``parser`` made, and how to say
     what was asked."""
     if parse is not None:
         return [p for p in recorded if p.startswith(parse)], f"parse {parse[:12]}"
-    return [p for p, spec in recorded.items() if _made_by(spec, parser)], f"parse of parser {parser}"
+    return [p for p, spec in recorded.items() if spec == parser], f"parse of parser {parser}"
 
 
 def parse_of(store: SegmentStore, *, parse: str | None = None, parser: str | None = None) -> str:
     """The one parse ``parse`` (an id prefix) names, else the one made with ``parser`` (a
-    ``--parser`` value; default :data:`DEFAULT_PARSER`), whatever sentences it holds: what a
-    read of every parsed sentence uses (``prior embed train``)."""
+    parser spec; default :data:`DEFAULT_PARSER`), whatever sentences it holds: what a read of
+    every parsed sentence uses (``prior embed train``)."""
     recorded = recorded_parsers(store)
     found, asked = _named_parses(recorded, parse, parser or DEFAULT_PARSER)
     if len(found) == 1:
         return found[0]
     if found:
         raise ParseSelectionError(f"{store.location} has {len(found)} parses matching {asked}; pick one "
-                                  f"with --parse:\n{describe_parses(found, recorded)}")
+                                  f"with {option('parse')}:\n{describe_parses(found, recorded)}")
     held = f"; parses present:\n{describe_parses(list(recorded), recorded)}" if recorded else " (it holds no parse)"
     raise ParseSelectionError(f"{store.location} holds no {asked}{held}")
 
 
-def describe_parses(parses: Sequence[str], recorded: Mapping[str, str | None]) -> str:
-    """One line per parse: id prefix, parser, and the flag that picks it."""
+def describe_parses(parses: Sequence[str], recorded: Mapping[str, str]) -> str:
+    """One line per parse: id prefix, parser, and the option that picks it."""
     lines = []
     for p in parses:
         spec = recorded.get(p)
         pick = render_parse_pick(spec, p[:12])
-        lines.append(f"  {p[:12]}  parser {spec or '(not recorded)'}  → {pick}")
+        lines.append(f"  {p[:12]}  parser {spec}  → {pick}")
     return "\n".join(lines)

@@ -24,9 +24,10 @@ from prior.featurestore.scan import scan_frame
 from prior.featurestore.segment_files import PARSE_COLUMNS, indexed_items
 from prior.featurestore.segments import FORMAT, SegmentStore
 from prior.featurestore.selection import Request, select_entry
+from prior.featurestore.splits import SplitRows, split_rows
 from prior.paths import default_store
 
-__all__ = ["FORMAT", "PARSE_COLUMNS", "EntryInfo", "FeatureData", "Resource", "SegmentStore", "Store",
+__all__ = ["FORMAT", "PARSE_COLUMNS", "EntryInfo", "FeatureData", "Resource", "SegmentStore", "SplitRows", "Store",
            "indexed_items", "make_entry", "open_store"]
 
 
@@ -49,10 +50,20 @@ class Store(SegmentStore):
         ``frame`` and ``scan`` read."""
         return view_entries(self, feature, dataset=dataset, split=split, request=request)
 
-    def pairs(self, dataset: str, split: str) -> pl.DataFrame:
-        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b.
-        Rows whose sentences the store does not hold are a `MissingDataError`, never null texts."""
-        return pair_texts(self, dataset, split)
+    def split_rows(self, dataset: str, split: str, *, parse: str | None = None) -> SplitRows:
+        """The rows a read of ``dataset``/``split`` that uses ``parse`` serves (row, pair_key,
+        key_a, key_b, label, id) and the pairs it leaves out, counted by reason, because their
+        build skipped a sentence (``SplitRows.note``: "3 pairs … skipped at build: over the
+        256-word limit"). A split that lacks rows its manifest records is a `ShortSplitError`
+        naming the build that restores them (`prior.featurestore.splits`): the one read of a
+        split's rows behind every reader."""
+        return split_rows(self, dataset, split, parse=parse)
+
+    def pairs(self, dataset: str, split: str, *, parse: str | None = None) -> pl.DataFrame:
+        """Rows with their texts: row, pair_key, key_a, key_b, label, id, text_a, text_b, those
+        of ``split_rows(dataset, split, parse=parse)``. Rows whose sentences the store does not
+        hold are a `MissingDataError`, never null texts."""
+        return pair_texts(self, dataset, split, parse)
 
     def frame(self, feature: str, *, dataset: str, split: str, params: Mapping[str, Any] | None = None,
               entry: str | None = None, parse: str | None = None) -> pl.DataFrame:

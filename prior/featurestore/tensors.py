@@ -52,25 +52,19 @@ def flatten(name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, dict[s
                            f"{name}.cols": ragged.cols.astype(np.int32)}
 
 
-def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray], *,
-               piece: int | None = PIECE_VALUES) -> None:
+def write_flat(fs: StoreFS, rel: str, flats: Mapping[str, np.ndarray], *, piece: int = PIECE_VALUES) -> None:
     """Each flat array as one Zarr file: a shard of zstd pieces of ``piece`` values each (Zarr
     v3's ``sharding_indexed`` codec, its index at the end), so that a read of a few items
-    decompresses only the pieces that hold them. ``piece=None`` writes the layout of stores made
-    before pieces: one zstd chunk holding the whole array (still read, by streaming it)."""
+    decompresses only the pieces that hold them."""
     import zarr
     from zarr.codecs import ZstdCodec
 
     group = zarr.open_group(zarr_store(fs, rel, read_only=False), mode="w")
     for name, flat in flats.items():
         length = max(1, flat.shape[0])
-        if piece is None:
-            grid: dict[str, tuple[int]] = {"chunks": (length,)}
-        else:
-            inner = min(piece, length)
-            grid = {"chunks": (inner,), "shards": (-(-length // inner) * inner,)}
-        arr = group.create_array(name=name, shape=flat.shape, dtype=flat.dtype,
-                                 compressors=ZstdCodec(level=ZSTD_LEVEL), **grid)  # type: ignore[arg-type]
+        inner = min(piece, length)
+        arr = group.create_array(name=name, shape=flat.shape, dtype=flat.dtype, chunks=(inner,),
+                                 shards=(-(-length // inner) * inner,), compressors=ZstdCodec(level=ZSTD_LEVEL))
         if flat.size:
             arr[:] = flat
 
@@ -89,22 +83,21 @@ def read_flat_files(files: Mapping[str, bytes], names: Sequence[str]) -> dict[st
 
 
 _NO_PIECE = 2**64 - 1  # a shard index's offset and size of a piece never written (all fill values)
-_BLOCK = 1 << 22  # bytes decompressed at a time from a one-chunk array
 
 
 @dataclass(frozen=True)
 class FlatLayout:
     """How a flat array's values lie in its one file: ``piece`` values per zstd piece of a
-    shard (`write_flat`), or the whole array in one zstd chunk (``piece`` None)."""
+    shard (`write_flat`)."""
 
     dtype: np.dtype
     length: int
-    piece: int | None
+    piece: int
     fill: np.ndarray  # the fill value, as a 0-d array of ``dtype``
 
     @property
     def pieces(self) -> int:
-        return 1 if self.piece is None else -(-max(1, self.length) // self.piece)
+        return -(-max(1, self.length) // self.piece)
 
 
 def _bytes_then_zstd(codecs: object) -> bool:
@@ -116,8 +109,8 @@ def _bytes_then_zstd(codecs: object) -> bool:
 
 
 def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
-    """The layout of a flat array from its ``zarr.json``, when it is one `write_flat` writes (or
-    wrote before pieces), else None: the caller then lets Zarr decode it."""
+    """The layout of a flat array from its ``zarr.json``, when it is one `write_flat` writes,
+    else None: the caller then lets Zarr decode it."""
     shape, grid, codecs = meta.get("shape"), meta.get("chunk_grid"), meta.get("codecs")
     if not (isinstance(shape, list) and len(shape) == 1 and isinstance(grid, dict) and isinstance(codecs, list)):
         return None
@@ -132,8 +125,6 @@ def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
         fill = np.array(meta.get("fill_value", 0), dtype=dtype)
     except (TypeError, ValueError):
         return None
-    if _bytes_then_zstd(codecs) and chunk == [max(1, length)]:
-        return FlatLayout(dtype, length, None, fill)
     if len(codecs) != 1 or not isinstance(codecs[0], dict) or codecs[0].get("name") != "sharding_indexed":
         return None
     conf = codecs[0].get("configuration", {})
@@ -149,24 +140,8 @@ def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
     return FlatLayout(dtype, length, piece, fill)
 
 
-def _streamed(layout: FlatLayout, data: bytes, stop: int) -> Iterator[tuple[int, np.ndarray]]:
-    """(position, values) blocks of a one-chunk array, decompressed as a stream up to ``stop``."""
-    stream = pa.CompressedInputStream(pa.BufferReader(data), "zstd")
-    block_values = max(1, _BLOCK // layout.dtype.itemsize)
-    pos, carry = 0, b""
-    while pos < stop:
-        raw = carry + stream.read(block_values * layout.dtype.itemsize)
-        usable = len(raw) - len(raw) % layout.dtype.itemsize
-        if usable == 0:
-            return
-        block, carry = np.frombuffer(memoryview(raw)[:usable], dtype=layout.dtype), raw[usable:]
-        yield pos, block
-        pos += block.size
-
-
 def _pieces(layout: FlatLayout, data: bytes, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
     """(position, values) of the pieces ``wanted`` (ascending) of a sharded array."""
-    assert layout.piece is not None
     n = layout.pieces
     size = n * 16 + 4  # (offset, nbytes) as little-endian uint64 per piece, then a crc32c
     if len(data) < size:
@@ -190,9 +165,7 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
     """The values ``[starts[i], starts[i] + sizes[i])`` of flat array ``name``, one range after
     the other, from its files' bytes (as `read_flat_files` takes them), or None when the array
     is not laid out as `write_flat` lays it (the caller then decodes it whole with Zarr). Only
-    the pieces holding a range are decompressed; an array of one chunk (stores written before
-    pieces) is decompressed as a stream up to the last value asked for. Either way only the
-    values asked for are kept."""
+    the pieces holding a range are decompressed, and only the values asked for are kept."""
     import json
 
     try:
@@ -216,13 +189,9 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
     if data is None:  # never written: every value is the fill value
         out[:] = layout.fill
         return out
-    blocks: Iterator[tuple[int, np.ndarray]]
-    if layout.piece is None:
-        blocks = _streamed(layout, data, int(stops[order].max()))
-    else:
-        first, last = starts[order] // layout.piece, (stops[order] - 1) // layout.piece
-        wanted = sorted({int(p) for a, b in zip(first, last) for p in range(int(a), int(b) + 1)})
-        blocks = _pieces(layout, data, wanted)
+    first, last = starts[order] // layout.piece, (stops[order] - 1) // layout.piece
+    wanted = sorted({int(p) for a, b in zip(first, last) for p in range(int(a), int(b) + 1)})
+    blocks = _pieces(layout, data, wanted)
     k = 0
     for pos, block in blocks:
         end = pos + block.size

@@ -83,8 +83,3 @@ def from_json(record: dict[str, Any]) -> Layout:
     if unknown := sorted(set(record) - names - {"kind"}):
         raise ValueError(f"layout {cls.kind}: unknown field(s) {unknown}")
     return cls(**{k: v for k, v in record.items() if k != "kind"})
-
-
-#: layouts of the entries `prior` wrote before entries recorded one, by entry name
-LEGACY_LAYOUTS: dict[str, Layout] = {"wup": PairMatrix("wup"), "sdoi": SentenceMask("sdoi"),
-                                     "emb": WordIds("word_ids"), "tfidf": SentenceVector("tfidf")}

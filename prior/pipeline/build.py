@@ -41,6 +41,7 @@ from prior.featurestore.recipe import DEFAULT_COLUMNS, FeatureRecipe, Recipe
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
 from prior.featurestore.selection import DEFAULT_PARSER
 from prior.featurestore.store import EntryInfo, Store
+from prior.featurestore.tree import check_tree
 from prior.pipeline import noop, preflight, startup, worker
 from prior.pipeline.features.context import BuildContext  # moved there; still importable from here
 from prior.pipeline.parsers.base import CHARS_PER_WORD, MAX_WORDS, Parse, over_limit
@@ -585,6 +586,7 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     _check_settings(options)
     store = open_store(run.store)  # reachable, credentials valid
     _check_store_shared(store, run)
+    check_tree(store.fs)  # a folder where a file belongs, or the reverse: one line, before the lease
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
@@ -744,6 +746,7 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
         report.notes.append(f"{len(too_long)} sentence(s) over the length limit ({options.max_words} words or "
                             f"{options.max_words * CHARS_PER_WORD:,} characters) were not parsed; "
                             "their pairs get no features (raise the limit with --max-words)")
+        _record_skipped(store, parse, fingerprint, options, {k: texts[k] for k in too_long})
     bar = progress.add_task("parse", total=len(todo), info="") if todo else None
 
     def done(result: dict[str, Any]) -> None:
@@ -764,6 +767,19 @@ def _parse_stage(store: Store, options: BuildOptions, runner: _Runner, progress:
     report.stages.append(stage)
     store.refresh()
     return failed
+
+
+def _record_skipped(store: Store, parse: str, fingerprint: dict[str, Any], options: BuildOptions,
+                    texts: dict[str, str]) -> None:
+    """Record, with the parse, the sentences too long to parse and which limit they are over, so
+    that reads leave their pairs out (`prior.featurestore.splits`); those recorded before as such
+    are not written again."""
+    limit = options.max_words
+    reasons = {k: f"over the {limit}-word limit" if len(t.split()) > limit
+               else f"over the {limit * CHARS_PER_WORD}-character limit" for k, t in texts.items()}
+    known = store.skipped_sentences(parse)
+    if new := {k: r for k, r in reasons.items() if known.get(k) != r}:
+        store.write_parses(parse, fingerprint, [], [], spec=options.parser, skipped=new)
 
 
 def _sentence_rows(store: Store, report: BuildReport, keys: Iterable[str]) -> dict[str, str]:

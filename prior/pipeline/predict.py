@@ -38,7 +38,8 @@ from prior.errors import DataError, PriorError
 from prior.featurestore import StoreRef, open_store
 from prior.featurestore import keys as K
 from prior.featurestore.errors import StoreError
-from prior.featurestore.store import EntryInfo, Store
+from prior.featurestore.store import EntryInfo, SplitRows, Store
+from prior.hints import option
 
 _RESOURCE_KEY = re.compile(r"[0-9a-f]{32}")
 
@@ -50,7 +51,9 @@ class PredictMismatchError(PriorError):
 @dataclass
 class BuiltPairs:
     """Where the pairs went (``store``'s ``dataset``/``split``) and the input rows that could
-    not be used (reason -> count, and the first few as ``file:row [field] reason``)."""
+    not be used (reason -> count, and the first few as ``file:row [field] reason``): rows the
+    reader could not use, and pairs with a sentence the build could not parse (over the word
+    limit, or the parser failed), which get no prediction."""
 
     store: str
     dataset: str
@@ -63,13 +66,15 @@ def build_pairs(store: StoreRef | str | None, *, entries: Sequence[EntryInfo], p
                 pairs: Sequence[tuple[str, str]] | None = None, file: str | Path | None = None,
                 text_a: str = "sentence1", text_b: str = "sentence2", resources: StoreRef | str | None = None,
                 workers: int = 0, progress: bool = False, recorded_parser: str | None = None,
-                recorded_in: str = "the model") -> BuiltPairs:
+                recorded_in: str = "the model", max_words: int | None = None) -> BuiltPairs:
     """Write ``pairs`` (or the pairs of ``file``, any table `prior build` reads, with the
     columns ``text_a``/``text_b``) into ``store`` and build their parse ``parse`` (made by
     ``parser``, else by ``recorded_parser``, the spec ``recorded_in`` names, else by the
     build's default) and the ``entries`` (module docstring). ``resources``: the store the
     entries were built in, whose resources are copied when ``store`` lacks them. A store at a
-    URL is reached with its `StoreRef`'s options (a plain location: ``$PRIOR_STORAGE_OPTIONS``)."""
+    URL is reached with its `StoreRef`'s options (a plain location: ``$PRIOR_STORAGE_OPTIONS``).
+    ``max_words``: a longer sentence is not parsed and its pair is skipped (default: the build's
+    limit)."""
     if (pairs is None) == (file is None):
         raise PriorError("give pairs or a file, not both or neither")
     if parser is None and recorded_parser is not None:
@@ -84,15 +89,16 @@ def build_pairs(store: StoreRef | str | None, *, entries: Sequence[EntryInfo], p
             text_a, text_b = "a", "b"
         assert file is not None
         return _build(store, Path(file).expanduser(), entries, parse, parser, text_a, text_b, resources,
-                      workers, progress)
+                      workers, progress, max_words)
 
 
 def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[EntryInfo], parse: str,
            parser: str | None, text_a: str, text_b: str, resources: StoreRef | str | None, workers: int,
-           progress: bool) -> BuiltPairs:
+           progress: bool, max_words: int | None) -> BuiltPairs:
     from prior.pipeline.build import DEFAULT_PARSER, BuildOptions, NoUsablePairsError, RunOptions, build
     from prior.pipeline.datasets.lines import file_sha256
     from prior.pipeline.parsers import fingerprint_of
+    from prior.pipeline.parsers.base import MAX_WORDS
 
     if not file.is_file():
         raise PriorError(f"no such file: {file}")
@@ -101,13 +107,13 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
     if here != parse:
         raise PredictMismatchError(f"parser {spec} gives parse {here[:12]}, but the model was trained on parse "
                                    f"{parse[:12]}: install the parser model it was trained with, or name it "
-                                   "with --parser")
+                                   f"with {option('parser')}")
     store = open_store(store_ref)
     copy_resources(store, entries, resources)
     built_by = list(dict.fromkeys(e.built_by or e.name for e in entries))
     options: dict[str, dict[str, object]] = {name: {} for name in built_by}
     for e in entries:
-        options[e.built_by or e.name].update(e.options or {})
+        options[e.built_by or e.name].update(e.options)
     content = f"{file_sha256(file)}\0{text_a}\0{text_b}".encode()
     name = "predict-" + hashlib.blake2b(content, digest_size=8).hexdigest()
     try:
@@ -115,7 +121,7 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
             dataset=str(file), name=name, features=tuple(built_by), parser=spec,
             feature_options={k: v for k, v in options.items() if v},
             columns={"text_a": text_a, "text_b": text_b, "label": None, "label_kind": "class"},
-            restore={e.name: dict(e.params) for e in entries}),
+            restore={e.name: dict(e.params) for e in entries}, max_words=max_words or MAX_WORDS),
             RunOptions(store=store.ref, workers=workers, progress=progress))
     except NoUsablePairsError as exc:  # the build's message names its flags; a predict user gave pairs
         reasons = ", ".join(f"{n} {reason}" for reason, n in exc.counts.items()) or "no rows"
@@ -128,28 +134,42 @@ def _build(store_ref: StoreRef | str | None, file: Path, entries: Sequence[Entry
                                        f"read entry {e.key[:12]} (params {e.params}); a resource or the feature's "
                                        "version differs from the training machine's")
     split = report.splits[0]
-    _check_usable(store, report, file)
+    unparsed = _check_usable(store, report, file)
     return BuiltPairs(store=store.location, dataset=report.dataset, split=split.split,
-                      skipped=dict(split.skipped), skip_examples=list(split.skip_examples))
+                      skipped={**split.skipped, **unparsed.skipped},
+                      skip_examples=[*split.skip_examples, *_parse_examples(report, unparsed.skipped_pairs)])
 
 
-def _check_usable(store: Store, report: Any, file: Path) -> None:
-    """A one-line `DataError` when no pair of the input can be predicted: every row was
-    skipped when read, or every pair has a sentence that could not be parsed."""
+def _parse_examples(report: Any, count: int) -> list[str]:
+    """The first parse failures of the build (``row N …: why``), at most ``count``: a failure
+    reads "DATASET/SPLIT FILE row N …: why", and the input's store name, its file's place and
+    the build's option mean nothing to a predict user."""
+    failures: list[str] = next((st.failures for st in report.stages if st.name == "parse" and st.failures), [])
+    return [_plain(f) for f in failures[:min(count, 5)]]
+
+
+def _plain(failure: str) -> str:
+    where, _, why = failure.partition(": ")
+    row = where[where.find(" row ") + 1:] if " row " in where else where
+    return f"{row}: {why}".replace(f" ({option('max_words')})", "")
+
+
+def _check_usable(store: Store, report: Any, file: Path) -> SplitRows:
+    """The input's pairs as a prediction reads them (`Store.split_rows`: the pairs with a
+    sentence the build could not parse left out, counted by reason); a one-line `DataError`
+    when none is left: every row was skipped when read, or every pair has a sentence that
+    could not be parsed."""
     split = report.splits[0]
     if split.pairs == 0:
         reasons = ", ".join(f"{n} {reason}" for reason, n in split.skipped.items()) or "no rows"
         example = f"; e.g. {split.skip_examples[0]}" if split.skip_examples else ""
         raise DataError(f"no usable pair in the input ({reasons}){example}", file=str(file))
     store.refresh()  # the build committed through its own handle
-    rows = store.pair_rows(report.dataset, split.split)
-    parsed = store.parsed_keys(report.parse)
-    if not any(a in parsed and b in parsed for a, b in zip(rows["key_a"].to_list(), rows["key_b"].to_list())):
-        failures: list[str] = next((st.failures for st in report.stages if st.name == "parse" and st.failures), [])
-        # a failure reads "DATASET/SPLIT FILE row N …: why": the input's store name and the
-        # build's flag mean nothing to a predict user
-        example = failures[0].split(" ", 1)[-1].replace(" (--max-words)", "") if failures else ""
-        raise DataError("no pair of the input can be parsed" + (f"; e.g. {example}" if example else ""))
+    served = store.split_rows(report.dataset, split.split, parse=report.parse)
+    if served.rows.is_empty():
+        examples = _parse_examples(report, 1)
+        raise DataError("no pair of the input can be parsed" + (f"; e.g. {examples[0]}" if examples else ""))
+    return served
 
 
 def copy_resources(store: Store, entries: Sequence[EntryInfo], source: StoreRef | str | None) -> list[str]:

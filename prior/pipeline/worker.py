@@ -85,7 +85,9 @@ def parse_partition(store_ref: StoreRef | str, parser_spec: str, parse: str, fin
                 parses.append(None)
                 failures.append((key, _short(exc)))
     ok = [(k, p) for k, p in zip(keys, parses) if p is not None]
-    store.write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok], spec=parser_spec)
+    # what the parser failed on is recorded with the parses: reads leave those pairs out
+    store.write_parses(parse, fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok], spec=parser_spec,
+                       skipped={k: "the parser failed on it" for k, _ in failures})
     return {"done": len(ok), "failures": failures, "skipped": skipped}
 
 

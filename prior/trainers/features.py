@@ -22,7 +22,7 @@ from prior.featurestore.recipe import Recipe
 from prior.featurestore.selection import EntrySelectionError, Request
 from prior.featurestore.store import EntryInfo
 from prior.hints import option
-from prior.layouts.kinds import LEGACY_LAYOUTS, Layout, WordIds
+from prior.layouts.kinds import Layout, WordIds
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import View, column_name, resolve_view, view_of
 from prior.trainers.sources import FeatureSource, source_for
@@ -104,10 +104,7 @@ def plan_feature(store: Store, feature: str, dataset: str, split: str, *, view: 
     if spec.combine is not None and spec.layout is not None:
         layout, column = spec.layout, spec.column or read
     else:
-        layout = main.layout or LEGACY_LAYOUTS.get(main.name)
-        if layout is None:
-            raise MissingFeatureError(f"entry {main.spec} {main.key[:12]} records no storage layout: "
-                                      "rebuild it with this version of prior")
+        layout = main.layout  # every entry records its layout (store format 2)
         column = column_name(main.name, layout.component)
     table = None
     if isinstance(layout, WordIds):

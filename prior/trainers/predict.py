@@ -217,7 +217,7 @@ class Predictor:
                           view=stored_view(self.meta), parse=self.parse)
         with stage_bars(progress) as report:
             outputs = predict(self.model, data, self.batch_size, self.rt, report, "predict")
-        rows = store.pairs(built.dataset, built.split)
+        rows = store.pairs(built.dataset, built.split, parse=self.parse)  # the pairs `data` holds, in its order
         return Predictions(self._predictions(rows, outputs), dict(built.skipped), list(built.skip_examples))
 
     def _predictions(self, rows: Any, outputs: np.ndarray) -> list[Prediction]:

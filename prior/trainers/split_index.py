@@ -2,7 +2,8 @@
 pair's data lies in the store.
 
 :func:`index_split` reads the split's rows through the store's split-row read
-(`Store.pair_rows`, which leaves out what the store marks unusable), selects the feature's
+(`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
+sentence of the parse read left out and counted, a warning saying so), selects the feature's
 entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
 that hold it by reading their key columns only. What it keeps is a few integers per pair —
 its two sentences (numbered within the split), its label, and per pair entry the segment and
@@ -19,6 +20,7 @@ resumed run compares it with the store it reads (`prior.trainers.resume`).
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,8 @@ from prior.featurestore.segment_files import polars_frame, read_parquet
 from prior.featurestore.selection import ParseSelectionError, Request, build_recipe, select_parse
 from prior.layouts.views import resolve_view
 from prior.trainers.features import FeaturePlan, MissingFeatureError, plan_feature
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ class SplitIndex:
     def pair_keys(self, positions: np.ndarray | None = None) -> np.ndarray:
         """The keys of the pairs at ``positions`` (default: all), read again from the store's
         split rows: the index keeps none."""
-        keys = open_store(self.ref, create=False).pair_rows(self.dataset, self.split)["pair_key"].head(len(self))
+        served = open_store(self.ref, create=False).split_rows(self.dataset, self.split, parse=self.fingerprint["parse"])
+        keys = served.rows["pair_key"].head(len(self))
         every = np.asarray(keys.to_list(), dtype=object)
         return every if positions is None else every[np.asarray(positions, dtype=np.int64)]
 
@@ -134,11 +139,26 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     ``request`` picks, or exactly the recorded ``entries`` (name → key: what `prior eval` passes
     from a checkpoint). Without a feature the words are those of ``parse`` (a recorded id),
     else of ``parser``'s parse (default: the default parser's). ``limit``: the first pairs only."""
-    rows = store.pair_rows(dataset, split)
-    if limit is not None:
-        rows = rows.head(limit)
+    plan = None
+    if feature is not None:
+        plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries)
+        parse = plan.parse
+    else:
+        resolve_view(None, view)  # a view given to a model that reads no feature: its one line
+        every = store.split_rows(dataset, split).rows
+        try:
+            parse = select_parse(store, pl.concat([every["key_a"], every["key_b"]]).unique().to_list(), parse=parse,
+                                 parser=parser, dataset=dataset, split=split)
+        except ParseSelectionError as exc:
+            raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
+    # the split's rows as the store serves a read of this parse: checked against its manifest,
+    # the pairs whose build skipped a sentence left out (and counted in the note)
+    served = store.split_rows(dataset, split, parse=parse)
+    if served.note:
+        log.warning(served.note)
+    rows = served.rows if limit is None else served.rows.head(limit)
     if rows.height == 0:
-        raise DataError(f"{store.location}: {dataset}/{split} has no pairs")
+        raise DataError(f"{store.location}: {dataset}/{split} has no pairs" + (f" ({served.note})" if served.note else ""))
     kind, names = split_labels(store, dataset, split)
     labels = _labels(rows["label"], kind, names, dataset, split)
     sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True)
@@ -147,17 +167,6 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
                                        maintain_order="left")["i"].to_numpy().astype(np.int32)
     sent_b = rows.select("key_b").join(number, left_on="key_b", right_on="key", how="left",
                                        maintain_order="left")["i"].to_numpy().astype(np.int32)
-    plan = None
-    if feature is not None:
-        plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries)
-        parse = plan.parse
-    else:
-        resolve_view(None, view)  # a view given to a model that reads no feature: its one line
-    if plan is None:
-        try:
-            parse = select_parse(store, sentences.to_list(), parse=parse, parser=parser, dataset=dataset, split=split)
-        except ParseSelectionError as exc:
-            raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
     words = _words(store, dataset, split, parse, sentences, feature)
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
