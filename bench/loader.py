@@ -11,7 +11,9 @@ with ``--workers`` loader workers, the batches consumed and dropped. Reported: `
 split resolved: rows, entry selection, key columns), ``first_batch_s`` (from the start of the
 index to the first batch in hand), ``pairs_per_s`` over the epoch (wall), CPU seconds per 1,000
 pairs of this process and of the workers together (user + sys; what a shared machine disturbs
-least), and peak RSS of this process and of the largest worker (MiB, ``getrusage``).
+least), and peak RSS of this process and of the largest worker (MiB, ``getrusage``); a forked worker's
+RSS counts the pages it shares with this process, so its peak PSS and private memory are
+sampled too (``/proc/PID/smaps_rollup``, every 0.5 s): what a worker adds.
 ``--steps`` stops after that many batches.
 
 ``sizes``: ``run`` in a fresh process per store, a Markdown table (the RSS of a process that read
@@ -43,6 +45,51 @@ def _cpu() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
+class MemoryWatch:
+    """Samples this process's and its children's memory every ``every`` seconds (Linux
+    ``/proc``): peak RSS, and for the children (forked loader workers, which share the pages
+    they were forked with) peak PSS and peak private memory, what they cost beyond the parent."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        import threading
+
+        self.every, self.peak = every, {"rss": 0.0, "worker_pss": 0.0, "worker_private": 0.0, "workers_pss_sum": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _rollup(pid: int) -> dict[str, float]:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            return {}
+        fields = dict(line.split(":", 1) for line in text.splitlines()[1:] if ":" in line)
+        return {k: float(v.split()[0]) / 1024 for k, v in fields.items()}  # MiB
+
+    def _children(self) -> list[int]:
+        try:
+            return [int(p) for p in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()]
+        except OSError:
+            return []
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            me = self._rollup(os.getpid())
+            self.peak["rss"] = max(self.peak["rss"], me.get("Rss", 0.0))
+            kids = [self._rollup(pid) for pid in self._children()]
+            for kid in kids:
+                self.peak["worker_pss"] = max(self.peak["worker_pss"], kid.get("Pss", 0.0))
+                private = kid.get("Private_Clean", 0.0) + kid.get("Private_Dirty", 0.0)
+                self.peak["worker_private"] = max(self.peak["worker_private"], private)
+            self.peak["workers_pss_sum"] = max(self.peak["workers_pss_sum"], sum(k.get("Pss", 0.0) for k in kids))
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return {k: round(v, 1) for k, v in self.peak.items()}
+
+
 def _dataset(store: Any, dataset: str | None, split: str) -> str:
     names = sorted({d for d, s in store.datasets() if s == split})
     if dataset is None and len(names) != 1:
@@ -61,6 +108,7 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
 
     torch.set_num_threads(1)
     tokenizer = backbones.load_tokenizer(backbones.resolve_backbone("mini"))
+    watch = MemoryWatch()
     cpu0, wall0 = _cpu(), time.perf_counter()
     store = open_store(StoreRef(args.store, storage_options), create=False)
     dataset = _dataset(store, args.dataset, args.split)
@@ -79,6 +127,7 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
             break
     wall = time.perf_counter() - wall0
     cpu = _cpu()
+    memory = watch.stop()
     return {"store": str(args.store), "dataset": dataset, "split_pairs": len(index), "feature": args.feature,
             "workers": args.workers, "window": settings.window, "piece": settings.piece, "batches": batches,
             "pairs": pairs, "index_s": round(index_s, 2), "first_batch_s": round(first or 0.0, 2),
@@ -87,7 +136,8 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
             "cpu_s_per_1k_pairs": {"this": round(1000 * (cpu[0] - cpu0[0]) / max(pairs, 1), 3),
                                    "workers": round(1000 * (cpu[1] - cpu0[1]) / max(pairs, 1), 3)},
             "peak_rss_mib": {"this": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                             "largest_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}}
+                             "largest_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)},
+            "sampled_mib": memory}
 
 
 def sizes(args: argparse.Namespace) -> None:
@@ -100,11 +150,12 @@ def sizes(args: argparse.Namespace) -> None:
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
     print("\n| store | pairs | index s | first batch s | pairs/s | CPU ms/1k pairs (this + workers) | peak RSS MiB "
-          "(this / worker) |\n|---|---|---|---|---|---|---|")
+          "(this / worker) | worker peak PSS / private MiB |\n|---|---|---|---|---|---|---|---|")
     for r in rows:
-        cpu, rss = r["cpu_s_per_1k_pairs"], r["peak_rss_mib"]
+        cpu, rss, seen = r["cpu_s_per_1k_pairs"], r["peak_rss_mib"], r["sampled_mib"]
         print(f"| {r['store']} | {r['split_pairs']} | {r['index_s']} | {r['first_batch_s']} | {r['pairs_per_s']:,.0f} | "
-              f"{1000 * cpu['this']:.0f} + {1000 * cpu['workers']:.0f} | {rss['this']:.0f} / {rss['largest_worker']:.0f} |")
+              f"{1000 * cpu['this']:.0f} + {1000 * cpu['workers']:.0f} | {rss['this']:.0f} / {rss['largest_worker']:.0f} | "
+              f"{seen['worker_pss']:.0f} / {seen['worker_private']:.0f} |")
 
 
 def s3(args: argparse.Namespace) -> None:
