@@ -29,7 +29,7 @@ import torch
 
 from prior.featurestore import open_store
 from prior.trainers import backbones
-from prior.trainers.loop import load_checkpoint
+from prior.trainers.checkpoint import load_checkpoint
 from prior.trainers.models import MODEL_CLASSES
 from prior.trainers.models.cda import FUNCTIONS, INITS, CommixSelfAttention
 

@@ -82,8 +82,8 @@ def feature_gates(argv: list[str]) -> None:
 
     from prior.featurestore import open_store
     from prior.trainers import backbones
-    from prior.trainers.loop import load_checkpoint
-    from prior.trainers.loop import load_split as read_split
+    from prior.trainers.checkpoint import load_checkpoint, stored_view
+    from prior.trainers.data import load_split as read_split
 
     p = argparse.ArgumentParser()
     p.add_argument("--store", required=True)
@@ -98,7 +98,7 @@ def feature_gates(argv: list[str]) -> None:
     for ckpt in args.checkpoint:
         model, _, meta = load_checkpoint(ckpt)
         data = read_split(st, args.dataset, args.split, tok, feature="dep", limit=args.pairs,
-                          dep_view=meta.get("dep_view") or "dep", entries=meta["fingerprints"]["train"]["entries"])
+                          view=stored_view(meta), entries=meta["fingerprints"]["train"]["entries"])
         batch = data.batch(np.arange(len(data)))
         batch.pop("labels", None)
         terms: dict[str, torch.Tensor] = {}

@@ -119,25 +119,44 @@ def with_oracle(data: Any, model: str, levels: tuple[float, ...] | None = None) 
     return replace(data, source=source, fingerprint={**data.fingerprint, "oracle": model})
 
 
+class OracleReader:
+    """A `prior.trainers.reader.SplitReader` whose pairs come with the oracle feature: what a
+    training run reads through it (the stream, the dev and eval splits)."""
+
+    def __init__(self, reader: Any, model: str, levels: tuple[float, ...] | None) -> None:
+        self.reader, self.model, self.levels = reader, model, levels
+        self.index = replace(reader.index, fingerprint={**reader.index.fingerprint, "oracle": model})
+
+    def read(self, positions: Any) -> Any:
+        return with_oracle(self.reader.read(positions), self.model, self.levels)
+
+
 def train_with_oracle(cfg: Any, model: str) -> dict[str, Any]:
     """`prior.trainers.loop.train(cfg)` with every split's feature replaced by its oracle. The dafa
     levels come from the real training split (the same levels for every split)."""
     import prior.trainers.loop as loop
+    import prior.trainers.run_setup as setup
 
-    real = loop.load_split
+    real = setup.open_run_data
     levels: dict[str, tuple[float, ...]] = {}
 
-    def load(store: Any, dataset: str, split: str, tokenizer: Any, **kw: Any) -> Any:
-        data = real(store, dataset, split, tokenizer, **kw)
-        if data.source is not None and hasattr(data.source, "matrices") and "grid" not in levels:
-            levels["grid"] = grid_levels(model, data.source)
-        return with_oracle(data, model, levels.get("grid"))
+    def opened(*args: Any, **kw: Any) -> Any:
+        data = real(*args, **kw)
+        source = data.train.read(np.arange(len(data.train.index))).source
+        if source is not None and hasattr(source, "matrices"):
+            levels["grid"] = grid_levels(model, source)
+        if source is None:
+            return data
+        wrap = {id(r): OracleReader(r, model, levels.get("grid"))
+                for r in (data.train, data.dev.reader, *(e.reader for e in data.evals.values()))}
+        return replace(data, train=wrap[id(data.train)], dev=replace(data.dev, reader=wrap[id(data.dev.reader)]),
+                       evals={s: replace(e, reader=wrap[id(e.reader)]) for s, e in data.evals.items()})
 
-    loop.load_split = load
+    setup.open_run_data = opened
     try:
         summary: dict[str, Any] = loop.train(cfg)
     finally:
-        loop.load_split = real
+        setup.open_run_data = real
     summary["oracle_levels"] = list(levels.get("grid", ()))
     return summary
 
@@ -161,8 +180,12 @@ def cmd_one(args: argparse.Namespace) -> None:
     import torch
 
     from prior.featurestore import open_store
-    from prior.trainers.loop import TrainConfig, evaluate, load_checkpoint, load_split, runtime
+    from prior.trainers.checkpoint import load_checkpoint, stored_view
+    from prior.trainers.config import DataSpec, ModelSpec, RunSpec, TrainConfig
+    from prior.trainers.data import load_split
+    from prior.trainers.evaluation import evaluate
     from prior.trainers.registry import task_for
+    from prior.trainers.runtime import runtime
 
     model, options, label = _spec(args.model)
     overrides: dict[str, Any] = {"epochs": args.epochs, "patience": args.patience}
@@ -172,10 +195,11 @@ def cmd_one(args: argparse.Namespace) -> None:
         overrides["lr"] = args.lr
     run = Path(args.runs) / f"oracle-{args.dataset}-{label.replace('[', '-').replace(']', '').replace('=', '')}" \
         f"{'-plr' + str(args.prior_lr) if args.prior_lr else ''}{'-lr' + str(args.lr) if args.lr else ''}-s{args.seed}"
-    cfg = TrainConfig(model=f"{model}-mini", dataset=args.dataset, output=run, store=args.store, seed=args.seed,
-                      sample=args.sample, sample_seed=args.sample_seed, eval_splits=(args.eval_split,),
-                      model_options={k: _value(v) for k, v in options.items()}, overrides=overrides,
-                      threads=args.threads, progress=False)
+    cfg = TrainConfig(ModelSpec(f"{model}-mini", seed=args.seed, overrides=overrides,
+                                options={k: _value(v) for k, v in options.items()}),
+                      DataSpec(args.dataset, sample=args.sample, sample_seed=args.sample_seed,
+                               eval_splits=(args.eval_split,)),
+                      RunSpec(output=run, store=args.store, threads=args.threads, progress=False))
     t0 = time.perf_counter()
     summary = train_with_oracle(cfg, model)
     record: dict[str, Any] = {
@@ -192,7 +216,7 @@ def cmd_one(args: argparse.Namespace) -> None:
     best, tokenizer, meta = load_checkpoint(run / "best")
     st = open_store(args.store, create=False)
     data = load_split(st, args.dataset, args.eval_split, tokenizer, max_length=meta["settings"]["max_length"],
-                      feature=meta["feature"], dep_view=meta.get("dep_view") or "dep")
+                      feature=meta["feature"], view=stored_view(meta))
     rt = runtime()
     metrics = task_for(args.dataset).metrics
     if data.source is not None:
@@ -226,7 +250,8 @@ def cmd_reach(args: argparse.Namespace) -> None:
 
     from prior.featurestore import open_store
     from prior.trainers import backbones
-    from prior.trainers.loop import load_checkpoint, load_split
+    from prior.trainers.checkpoint import load_checkpoint
+    from prior.trainers.data import load_split
     from prior.trainers.models import MODEL_CLASSES
 
     st = open_store(args.store, create=False)
@@ -256,7 +281,7 @@ def cmd_reach(args: argparse.Namespace) -> None:
         row: dict[str, Any] = {"model": name, "pairs": len(data)}
         with torch.no_grad():
             for c in range(3):
-                forced = with_oracle(replace(data, labels=np.full(len(data.pair_keys), c, np.int64)), model, levels)
+                forced = with_oracle(replace(data, labels=np.full(len(data.encoded.lengths), c, np.int64)), model, levels)
                 batch = forced.batch(np.arange(len(forced)))
                 batch.pop("labels", None)
                 seen: dict[str, torch.Tensor] = {}

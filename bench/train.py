@@ -10,7 +10,8 @@ is available), then dependency-based embeddings for `emb` from the store's own p
 
 Then (one process at a time, one torch thread each)::
 
-    python bench/train.py loader --store STORE                               # pairs/s per core
+    python bench/train.py loader --store STORE                               # the streaming loader per feature
+    python bench/train.py resume --store STORE --dataset sick --model dafa-mini --save-every 50 --kill-at 120
     python bench/train.py steptime --store STORE --steps 4 --repeats 3       # × bert, same batches
     python bench/train.py runs --store STORE --regime sample --seeds 1,2,3   # 10% of train, 3 seeds
     python bench/train.py runs --store STORE --regime full --seeds 1         # full train split
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import sys
@@ -70,7 +72,8 @@ def _has_feature(store, model: str) -> bool:
 
 
 def cmd_runs(args: argparse.Namespace) -> None:
-    from prior.trainers.loop import TrainConfig, train
+    from prior.trainers.config import DataSpec, ModelSpec, RunSpec, TrainConfig
+    from prior.trainers.loop import train
 
     store = _store(args.store)
     out_path = OUT / f"train-{args.regime}.jsonl"
@@ -85,9 +88,9 @@ def cmd_runs(args: argparse.Namespace) -> None:
             run_dir = OUT / "train" / args.regime / f"{model}-{args.size}-s{seed}"
             t0 = time.perf_counter()
             summary = train(TrainConfig(
-                model=f"{model}-{args.size}", dataset="mrpc", store=args.store, output=run_dir,
-                seed=seed, sample=0.1 if args.regime == "sample" else None,
-                eval_splits=("test",), progress=False, threads=args.threads))
+                ModelSpec(f"{model}-{args.size}", seed=seed),
+                DataSpec("mrpc", sample=0.1 if args.regime == "sample" else None, eval_splits=("test",)),
+                RunSpec(output=run_dir, store=args.store, progress=False, threads=args.threads)))
             record = {"model": model, "size": args.size, "regime": args.regime, "seed": seed,
                       "seconds": time.perf_counter() - t0, "loadavg_end": list(os.getloadavg()),
                       "step_seconds": _mean_step_seconds(run_dir), **summary}
@@ -199,31 +202,85 @@ def cmd_steptime(args: argparse.Namespace) -> None:
 
 
 def cmd_loader(args: argparse.Namespace) -> None:
-    """Pairs/s of the loader alone (one thread): the one-time read + tokenization, and the
-    per-batch part (row gathering, grid building, padding, collation to tensors)."""
-    from prior.trainers import backbones
-    from prior.trainers.data import load_split
-    from prior.trainers.models import MODEL_CLASSES
+    """Pairs/s of the streaming loader alone for each model's feature (one epoch, no model):
+    `bench/loader.py run` for each (its JSON line, then a table)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from loader import run  # bench/loader.py
 
-    torch.set_num_threads(1)
-    store = _store(args.store)
-    tok = backbones.load_tokenizer(backbones.resolve_backbone(args.size))
-    print("| feature | pairs | read+tokenize pairs/s | batches pairs/s (per core) | mean T |")
-    print("|---|---|---|---|---|")
-    for model in ("bert", "bert-sim", "sgnet", "dafa", "gibert"):
-        if not _has_feature(store, model):
+    print("| feature | pairs | first batch s | pairs/s | CPU ms/1k pairs (this + workers) |\n|---|---|---|---|---|")
+    for feature in ("", "wup", "sdoi", "dep", "emb"):
+        opts = argparse.Namespace(store=args.store, dataset=args.dataset, split="train", feature=feature,
+                                  workers=args.workers, batch_size=args.batch_size, max_length=128,
+                                  window=args.window, piece=args.piece, cache_mb=args.cache_mb, steps=0)
+        try:
+            r = run(opts)
+        except Exception as exc:  # noqa: BLE001 - a feature missing from the store: say so, go on
+            print(f"| {feature or '(none)'} | {type(exc).__name__}: {str(exc)[:80]} | | | |")
             continue
-        feature = MODEL_CLASSES[model].feature
-        t0 = time.perf_counter()
-        data = load_split(store, "mrpc", "train", tok, feature=feature)
-        t_load = time.perf_counter() - t0
-        best = float("inf")
-        for _ in range(args.repeats):
-            t1 = time.perf_counter()
-            lengths = [b["input_ids"].shape[1] for b in data.batches(args.batch_size, shuffle=True)]
-            best = min(best, time.perf_counter() - t1)
-        print(f"| {feature or '(none)'} | {len(data)} | {len(data) / t_load:,.0f} | "
-              f"{len(data) / best:,.0f} | {np.mean(lengths):.1f} |", flush=True)
+        cpu = r["cpu_s_per_1k_pairs"]
+        print(f"| {feature or '(none)'} | {r['pairs']} | {r['first_batch_s']} | {r['pairs_per_s']:,.0f} | "
+              f"{1000 * cpu['this']:.0f} + {1000 * cpu['workers']:.0f} |", flush=True)
+
+
+_RESUME = """
+import json, sys, time
+t0 = time.perf_counter()
+from prior.featurestore import StoreRef
+import prior.trainers.run_setup as setup
+from prior.trainers.config import RunSpec, TrainConfig
+from prior.trainers.loader import run_batches
+from prior.trainers.recorded import recorded_config
+t_import = time.perf_counter() - t0
+loaded = []
+real = setup.load_checkpoint
+def timed(folder):
+    t = time.perf_counter(); out = real(folder); loaded.append(time.perf_counter() - t); return out
+setup.load_checkpoint = timed
+run_dir = sys.argv[1]
+t1 = time.perf_counter()
+recorded = recorded_config(run_dir, StoreRef(None, {}))
+model, data = recorded.with_given({}, {})
+cfg = TrainConfig(model, data, RunSpec(output=recorded.output, store=recorded.store, resume=run_dir, threads=1))
+run = setup.start_run(cfg)
+t2 = time.perf_counter()
+batch = next(b for b in run_batches(run.stream, run.loader) if not b.skip)
+t3 = time.perf_counter()
+print(json.dumps({"import_s": round(t_import, 2), "model_load_s": round(sum(loaded), 2),
+                  "start_run_s": round(t2 - t1, 2), "first_batch_s": round(t3 - t2, 2),
+                  "resume_s_without_model_load": round(t3 - t1 - sum(loaded), 2),
+                  "resumed_at": [run.state.epoch, run.state.batch, run.state.step], "batch": [batch.epoch, batch.batch]}))
+"""
+
+
+def cmd_resume(args: argparse.Namespace) -> None:
+    """Kill a run (SIGKILL) at step ``--kill-at`` and resume it: the steps lost (at most
+    ``--save-every``) and the seconds a resume takes to its first batch, model load apart."""
+    import re
+    import signal
+    import subprocess
+
+    out = Path(args.out) / "resume" / args.model
+    shutil.rmtree(out, ignore_errors=True)
+    env = {**os.environ, "PRIOR_NO_PROGRESS": "0", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "prior.cli.main", "train", args.model, "--dataset", args.dataset, "--store",
+           args.store, "--output", str(out), "--save-every", str(args.save_every), "--log-every", "1",
+           "--threads", str(args.threads), *shlex.split(args.train_args)]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    reached = 0
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if found := re.match(r"epoch (\d+)/\d+ step (\d+)/(\d+):", line):
+            reached = (int(found[1]) - 1) * int(found[3]) + int(found[2])
+            if reached >= args.kill_at:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    saved = json.loads((out / "last" / "trainer_state.json").read_text())["step"]
+    timing = subprocess.run([sys.executable, "-c", _RESUME, str(out)], env=env, capture_output=True, text=True,
+                            check=True)
+    record = {"model": args.model, "dataset": args.dataset, "save_every": args.save_every, "killed_after_step": reached,
+              "saved_step": saved, "steps_lost": reached - saved, **json.loads(timing.stdout.strip().splitlines()[-1])}
+    print(json.dumps(record))
 
 
 def main() -> None:
@@ -249,16 +306,28 @@ def main() -> None:
     s.add_argument("--threads", type=int, default=1)
     ld = sub.add_parser("loader")
     ld.add_argument("--store", required=True)
-    ld.add_argument("--size", default="mini")
+    ld.add_argument("--dataset", default="mrpc")
     ld.add_argument("--batch-size", type=int, default=32)
-    ld.add_argument("--repeats", type=int, default=3)
+    ld.add_argument("--workers", type=int, default=2)
+    ld.add_argument("--window", type=int, default=16384)
+    ld.add_argument("--piece", type=int, default=128)
+    ld.add_argument("--cache-mb", type=float, default=256)
+    rs = sub.add_parser("resume")
+    rs.add_argument("--store", required=True)
+    rs.add_argument("--dataset", default="sick")
+    rs.add_argument("--model", default="bert-mini")
+    rs.add_argument("--save-every", type=int, default=50)
+    rs.add_argument("--kill-at", type=int, default=120)
+    rs.add_argument("--out", default=str(OUT), help="Where the killed run's folder goes.")
+    rs.add_argument("--threads", type=int, default=2)
+    rs.add_argument("--train-args", default="", help="More `prior train` options, e.g. '--backbone DIR'.")
     t = sub.add_parser("table")
     t.add_argument("path", type=Path)
     args = p.parse_args()
     if args.cmd == "table":
         table(args.path)
     else:
-        {"runs": cmd_runs, "steptime": cmd_steptime, "loader": cmd_loader}[args.cmd](args)
+        {"runs": cmd_runs, "steptime": cmd_steptime, "loader": cmd_loader, "resume": cmd_resume}[args.cmd](args)
 
 
 if __name__ == "__main__":

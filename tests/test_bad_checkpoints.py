@@ -151,8 +151,7 @@ def test_bad_prior_json_is_one_line(trained: tuple[Path, Path], tmp_path: Path, 
 def test_checkpoint_records_checksums_and_refuses_a_flipped_weight(trained: tuple[Path, Path], tmp_path: Path) -> None:
     """A byte flipped inside the tensor data (the header still valid) loads fine without the
     checksum, with different weights: the checksum is what refuses it."""
-    from prior.trainers.checkpoint import CheckpointError, sha256_of
-    from prior.trainers.loop import load_checkpoint
+    from prior.trainers.checkpoint import CheckpointError, load_checkpoint, sha256_of
 
     store, best = trained
     meta = json.loads((best / "prior.json").read_text())

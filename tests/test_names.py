@@ -6,7 +6,7 @@ import pytest
 from prior.featurestore import StoreError, open_store
 from prior.featurestore.catalog import is_segment_id, new_segment_id
 from prior.featurestore.names import MAX_NAME, check_name, file_problem
-from prior.trainers.loop import RUNS, default_output
+from prior.trainers.config import RUNS, default_output
 
 GOOD = ["snli", "sick-r", "mnli_matched", "glue.mrpc", "v1+v2", "dev_matched", "A1", "x" * MAX_NAME, "a.b.c"]
 BAD = ["", ".", "..", ".hidden", "a/b", "a\\b", "x/../y", "a..b", "a\x00b", "/abs", "with space", "tab\t", "é",

@@ -87,7 +87,6 @@ def lower_modules() -> list[Path]:
 PENDING: set[str] = {
     "prior/pipeline/parsers/__init__.py", "prior/pipeline/parsers/artifact.py",
     "prior/pipeline/parsers/biaffine.py", "prior/pipeline/parsers/fast_biaffine.py", "prior/pipeline/parsers/train.py",
-    "prior/trainers/data.py", "prior/trainers/loop.py",
     }
 
 

@@ -71,12 +71,12 @@ def test_oracle_training_reads_the_oracle(store_path: Path, tmp_path: Path) -> N
     loaded afterwards is the store's own again."""
     import json
 
-    from prior.trainers.loop import TrainConfig
+    from prior.trainers.config import DataSpec, ModelSpec, RunSpec, TrainConfig
 
     backbone = tiny_backbone(tmp_path / "backbone")
-    cfg = TrainConfig(model="bert-sim", dataset="toy", output=tmp_path / "run", store=str(store_path),
-                      backbone=str(backbone), overrides={"epochs": 1, "batch_size": 2, "lr": 1e-3},
-                      eval_splits=("test",), progress=False)
+    cfg = TrainConfig(ModelSpec("bert-sim", backbone=str(backbone), overrides={"epochs": 1, "batch_size": 2, "lr": 1e-3}),
+                      DataSpec("toy", eval_splits=("test",)),
+                      RunSpec(output=tmp_path / "run", store=str(store_path), progress=False))
     summary = oracle.train_with_oracle(cfg, "bert-sim")
     assert 0.0 <= summary["test"]["accuracy"] <= 1.0 and summary["oracle_levels"] == list(oracle.SIM_LEVELS)
     meta = json.loads((tmp_path / "run" / "best" / "prior.json").read_text())

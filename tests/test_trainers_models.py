@@ -317,8 +317,8 @@ def test_models_of_one_seed_start_from_the_same_head(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name,own", [("bert", set()), ("bert-sim", set()), ("gibert", {"injection"}),
                                       ("dafa", {"fusion"}), ("sgnet", None), ("cda", None)])
 def test_prior_lr_applies_to_the_methods_own_parameters_only(name: str, own: set[str] | None) -> None:
-    from prior.trainers.loop import make_optimizer
     from prior.trainers.registry import TrainSettings
+    from prior.trainers.schedule import make_optimizer
 
     model = make(name)
     names = model.prior_parameter_names()

@@ -53,48 +53,50 @@ def test_view_resolution_through_the_registry() -> None:
         resolve_view(None, "dep-no-tfidf")
 
 
-def test_view_trains_and_evals_and_dep_view_is_its_alias(setup: tuple[Path, Path], tmp_path: Path) -> None:
+def test_view_trains_and_evals(setup: tuple[Path, Path], tmp_path: Path) -> None:
     by_view = invoke(*train_args("dafa", setup, tmp_path / "v", "--view", "dep-no-tfidf"))
     assert by_view.exit_code == 0, by_view.output
-    by_alias = invoke(*train_args("dafa", setup, tmp_path / "a", "--dep-view", "dep-no-tfidf"))
-    assert by_alias.exit_code == 0, by_alias.output
-    metas = [json.loads((tmp_path / d / "best" / "prior.json").read_text()) for d in ("v", "a")]
-    assert [m["view"] for m in metas] == ["dep-no-tfidf"] * 2
-    assert metas[0]["fingerprints"]["train"]["dep_view"] == "dep-no-tfidf"
+    meta = json.loads((tmp_path / "v" / "best" / "prior.json").read_text())
+    assert meta["view"] == "dep-no-tfidf" and "dep_view" not in meta
+    assert meta["fingerprints"]["train"]["view"] == "dep-no-tfidf"
     stored = invoke("eval", tmp_path / "v", "--split", "test")
     full = invoke("eval", tmp_path / "v", "--split", "test", "--view", "dep")
     assert stored.exit_code == 0 and full.exit_code == 0, (stored.output, full.output)
     assert stored.output.splitlines()[-1].startswith("accuracy=") and ", view dep" in full.output
     bad = invoke("eval", tmp_path / "v", "--split", "test", "--view", "dep-no-nothing")
     assert bad.exit_code == 1 and "views of 'dep'" in bad.output
-    assert "--dep-view" not in invoke("train", "--help").output  # hidden, still accepted
+    gone = invoke(*train_args("dafa", setup, tmp_path / "a", "--dep-view", "dep-no-tfidf"))
+    assert gone.exit_code == 2 and "--dep-view" in gone.output  # the former spelling is gone
 
 
 def test_view_on_a_model_without_variants_is_an_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
     result = invoke(*train_args("sgnet", setup, tmp_path / "o", "--view", "dep-no-tfidf"))
     assert result.exit_code == 1
     assert "reads 'sdoi', which has no registered variant views" in result.output
-    both = invoke(*train_args("dafa", setup, tmp_path / "o", "--view", "dep-no-trigram", "--dep-view", "dep-no-tfidf"))
-    assert both.exit_code == 1 and "disagree" in both.output
 
 
 def test_view_storage_options_travel_in_the_settings(setup: tuple[Path, Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--storage-option` reaches open_store in its argument's StoreRef; the environment is left alone."""
-    import prior.trainers.loop as loop
+    """`--storage-option` reaches open_store in its argument's StoreRef; the environment is left
+    alone; eval reaches the training store with the options the checkpoint recorded, the ones
+    it is given replacing theirs."""
+    import prior.trainers.evaluation as evaluation
+    import prior.trainers.run_setup as run_setup
 
     monkeypatch.setenv(OPTIONS_ENV, '{"anon": false}')
     seen: list[Any] = []
-    real = loop.open_store
+    real = run_setup.open_store
 
     def spy(store: Any = None, **kw: Any) -> Any:
         seen.append(store.storage_options)
         return real(StoreRef(store.location, {}), **kw)  # a local store takes none
 
-    monkeypatch.setattr(loop, "open_store", spy)
+    monkeypatch.setattr(run_setup, "open_store", spy)
+    monkeypatch.setattr(evaluation, "open_store", spy)
     result = invoke(*train_args("bert", setup, tmp_path / "o", "--storage-option", "endpoint_url=http://x:1"))
     assert result.exit_code == 0, result.output
     evaluated = invoke("eval", tmp_path / "o", "--split", "test", "--storage-option", "profile=p")
     assert evaluated.exit_code == 0, evaluated.output
-    assert seen == [{"anon": False, "endpoint_url": "http://x:1"}, {"anon": False, "profile": "p"}]
+    assert seen == [{"anon": False, "endpoint_url": "http://x:1"},
+                    {"anon": False, "endpoint_url": "http://x:1", "profile": "p"}]
     assert os.environ[OPTIONS_ENV] == '{"anon": false}'

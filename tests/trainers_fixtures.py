@@ -117,3 +117,63 @@ def sdoi_of(heads: list[int]) -> np.ndarray:
             m[i, j] = 1
             j = heads[j] - 1
     return m
+
+
+WORDS = VOCAB[5:]  # the tiny vocabulary's words (no special tokens)
+
+
+def many_pairs_store(path: Path, pairs: int = 120, sentences: int = 40, *, partition: int = 25,
+                     dataset: str = "many", splits: tuple[str, ...] = ("train", "test"), seed: int = 0) -> Store:
+    """A store of ``pairs`` pairs per split over ``sentences`` random sentences of the tiny
+    vocabulary, written in partitions of ``partition`` rows as a build writes them (a pairs,
+    sentences, parses and feature segment each), with all four layouts' entries (wup, dep +
+    tfidf, sdoi, emb): for the loader's windows, pieces and lanes."""
+    rng = np.random.default_rng(seed)
+    texts = [[WORDS[j] for j in rng.integers(0, len(WORDS), int(rng.integers(2, 9)))] for _ in range(sentences)]
+    keys = [K.sentence_key(" ".join(t) + f" #{i}") for i, t in enumerate(texts)]  # distinct keys
+    store = open_store(path)
+    vocab_words = sorted(set(WORDS))
+    vectors = (np.arange(len(vocab_words) * 3, dtype=np.float32).reshape(-1, 3) + 1) / 10
+    vocab = store.write_resource("vocabulary", pa.table({"word": vocab_words}), arrays={"vectors": vectors})
+    lookup = {w: i for i, w in enumerate(vocab_words)}
+    entries = {
+        "wup": make_entry("wup", 1, {}, PARSE, "pair", ("wup",), layout=PairMatrix("wup")),
+        "dep": make_entry("dep", 1, {}, PARSE, "pair", ("trigram", "subgraph"), layout=PairMatrix("trigram")),
+        "tfidf": make_entry("tfidf", 1, {"dataset": dataset, "compare": "lower", "weighting": "ramos"}, PARSE,
+                            "sentence", ("tfidf",), layout=SentenceVector("tfidf")),
+        "sdoi": make_entry("sdoi", 1, {}, PARSE, "sentence", ("sdoi",), layout=SentenceMask("sdoi")),
+        "emb": make_entry("emb", 1, {"vocabulary": vocab}, PARSE, "sentence", ("ids",),
+                          layout=WordIds("ids", vocabulary_param="vocabulary")),
+    }
+    written: set[int] = set()
+    for s_i, split in enumerate(splits):
+        for start in range(0, pairs, partition):
+            idx = np.arange(start, min(pairs, start + partition))
+            # distinct pairs (a, b ≠ a) while pairs < sentences · (sentences - 1)
+            a = [int((i + 7 * s_i) % sentences) for i in idx]
+            b = [int((x + 1 + (i // sentences + s_i) % (sentences - 1)) % sentences) for i, x in zip(idx, a)]
+            new = sorted({*a, *b} - written)
+            written.update(new)
+            if new:
+                store.write_sentences([keys[s] for s in new], [" ".join(texts[s]) for s in new])
+                store.write_parses(PARSE, {"parser": "hand"}, [keys[s] for s in new], [
+                    {"words": texts[s], "lemmas": texts[s], "upos": ["X"] * len(texts[s]),
+                     "tags": ["X"] * len(texts[s]), "heads": [0] * len(texts[s]), "rels": ["dep"] * len(texts[s]),
+                     "ents": [""] * len(texts[s])} for s in new], spec="biaffine")
+                store.write_feature(entries["tfidf"], [keys[s] for s in new],
+                                    [{"tfidf": (np.arange(len(texts[s]), dtype=np.float32) + 1) / 4} for s in new])
+                store.write_feature(entries["sdoi"], [keys[s] for s in new],
+                                    [{"sdoi": np.tril(np.ones((len(texts[s]),) * 2, np.uint8))} for s in new])
+                store.write_feature(entries["emb"], [keys[s] for s in new],
+                                    [{"ids": np.array([lookup[w] for w in texts[s]], np.int32)} for s in new])
+            pkeys = [K.pair_key(keys[x], keys[y]) for x, y in zip(a, b)]
+            store.write_pairs(dataset, split, pa.table({
+                "row": pa.array(idx + 2, pa.int64()), "pair_key": pkeys, "key_a": [keys[x] for x in a],
+                "key_b": [keys[y] for y in b], "label": [str(int(i) % 2) for i in idx],
+                "id": pa.array([None] * len(idx), pa.string())}),
+                source_sha256=f"{split:x<64}"[:64], meta={"label_kind": "class", "labels": ["0", "1"]})
+            mats = [np.full((len(texts[x]), len(texts[y])), (i % 97) / 100, np.float32)
+                    + np.arange(len(texts[y]), dtype=np.float32)[None, :] / 1000 for i, x, y in zip(idx, a, b)]
+            store.write_feature(entries["wup"], pkeys, [{"wup": m} for m in mats])
+            store.write_feature(entries["dep"], pkeys, [{"trigram": m, "subgraph": m / 2} for m in mats])
+    return store

@@ -77,9 +77,10 @@ def friendly_errors(fn: F) -> F:
             err_console.print("[bold red]error:[/] ", end="")
             err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
-        except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (a store commits atomically)
-            err_console.print(f"interrupted; {INTERRUPTED.get(fn.__name__, 'nothing was left half-written')}",
-                              markup=False, highlight=False)
+        except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback (a store commits atomically)
+            # a command may say itself what was kept (`prior train`: the step it can resume from)
+            said = str(exc) or INTERRUPTED.get(fn.__name__, "nothing was left half-written")
+            err_console.print(f"interrupted; {said}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]

@@ -130,16 +130,56 @@ def dafa_matrix(trigram: np.ndarray, subgraph: np.ndarray, tf_a: np.ndarray, tf_
 DEP_OPTIONS: dict[str, Any] = {"trigram": True, "subgraph": True, "tfidf": True}
 
 
+#: values of M_F computed at once (their int64 indices are 8 bytes each: a bound on the memory)
+_COMBINE_CHUNK = 1 << 20
+
+
 def _combine_dep(values: Gathered, options: dict[str, Any]) -> Ragged:
     """M_F (or the ablation ``options`` ask for) per pair, from the columns dep_trigram,
-    dep_subgraph (pair entry ``dep``) and tfidf_a, tfidf_b (sentence entry ``tfidf``)."""
+    dep_subgraph (pair entry ``dep``) and tfidf_a, tfidf_b (sentence entry ``tfidf``):
+    :func:`dafa_matrix` of many pairs at once (about a million values at a time), value for
+    value the same float32 arithmetic."""
     opts = {**DEP_OPTIONS, **options}
     if unknown := set(opts) - set(DEP_OPTIONS):
         raise PriorError(f"unknown dep view options {sorted(unknown)}; known: {sorted(DEP_OPTIONS)}")
+    if not (opts["trigram"] or opts["subgraph"] or opts["tfidf"]):
+        raise PriorError("DAFA's matrix with trigram, subgraph and tf-idf all switched off has "
+                         "nothing left: keep at least one")
     tri, sub, ta, tb = (values[c] for c in ("dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b"))
-    return Ragged.from_arrays([dafa_matrix(tri.get(i), sub.get(i), ta.get(i), tb.get(i),
-                                           use_trigram=opts["trigram"], use_subgraph=opts["subgraph"],
-                                           use_tfidf=opts["tfidf"]) for i in range(len(tri))], np.float32)
+    sizes = tri.sizes()
+    starts = np.zeros(len(tri), np.int64)
+    if len(tri) > 1:
+        np.cumsum(sizes[:-1], out=starts[1:])
+    out = np.empty(int(sizes.sum()), dtype=np.float32)
+    cuts = np.unique(np.searchsorted(starts, np.arange(0, len(out), _COMBINE_CHUNK), side="right") - 1)
+    for lo, hi in zip(cuts, [*cuts[1:], len(tri)]):
+        items = np.arange(lo, hi)
+        first, n = int(starts[lo]), int(sizes[lo:hi].sum())
+        local = np.arange(n, dtype=np.int64) - np.repeat(starts[lo:hi] - first, sizes[lo:hi])  # place in its matrix
+        out[first:first + n] = _dafa_values(local, items, sizes[lo:hi], tri, sub, ta, tb, opts)
+    return Ragged(out, starts, tri.rows.astype(np.int64), tri.cols.astype(np.int64))
+
+
+def _dafa_values(local: np.ndarray, items: np.ndarray, sizes: np.ndarray, tri: Ragged, sub: Ragged, ta: Ragged,
+                 tb: Ragged, opts: dict[str, Any]) -> np.ndarray:
+    """M_F's values of ``items`` in a row (``local``: each value's place in its matrix)."""
+    def at(r: Ragged, place: np.ndarray) -> np.ndarray:
+        picked: np.ndarray = r.values[np.repeat(r.offsets[items], sizes) + place].astype(np.float32, copy=False)
+        return picked
+
+    if opts["trigram"] or opts["subgraph"]:
+        out = np.zeros(len(local), dtype=np.float32)
+        if opts["trigram"]:
+            out = out + at(tri, local)
+        if opts["subgraph"]:
+            out = out + at(sub, local)
+        out = np.abs(out)
+    else:
+        out = np.ones(len(local), dtype=np.float32)
+    if opts["tfidf"]:
+        cols = np.repeat(tri.widths[items], sizes)
+        out = out * (at(ta, local // cols) * at(tb, local % cols))  # M · (tf_A tf_Bᵀ), as np.outer multiplies
+    return out
 
 
 def select_dep(name: str, first: Mapping[str, Any], dataset: str) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""A checkpoint folder's integrity: what is checked before a checkpoint is loaded.
+"""Checkpoints: written (:func:`save_checkpoint`), checked and read back (:func:`load_checkpoint`).
 
-When :func:`prior.trainers.loop.save_checkpoint` writes a checkpoint, ``prior.json`` records the
-sha256 of every file ``save_pretrained`` wrote next to it (``model.safetensors``,
-``config.json``, the tokenizer's files) under ``files_sha256``. :func:`check_checkpoint`
-then refuses, with one :class:`CheckpointError` line naming the file and what to do:
+A checkpoint folder holds ``save_pretrained``'s safetensors weights and config, the tokenizer,
+and ``prior.json``: the model, settings, data fingerprints and versions, and the sha256 of every
+file ``save_pretrained`` wrote next to it (``model.safetensors``, ``config.json``, the
+tokenizer's files) under ``files_sha256``. Nothing is pickled. :func:`check_checkpoint` refuses,
+with one :class:`CheckpointError` line naming the file and what to do:
 
 - a folder without ``prior.json``, or one that is not a JSON object, names no known model or
   lacks the fields prediction and evaluation read;
@@ -14,6 +15,11 @@ then refuses, with one :class:`CheckpointError` line naming the file and what to
 A checkpoint saved before checksums were recorded is loaded with a warning (logged, one
 line); the loader still refuses pickled weights, keys that do not fit the model (an altered
 config) and unreadable files, each as one line.
+
+The view a model was trained on (a variant of its feature, DAFA's ablations) is read by
+:func:`stored_view` alone. Checkpoints written before the option was named ``view`` recorded it
+as ``dep_view``: such a ``prior.json`` is refused in one line that says how to convert it
+(rename the key to ``view``; its value ``"dep"`` becomes ``null``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ META_FILE = "prior.json"
 CHECKSUMS = "files_sha256"
 #: not in the checksums: prior.json itself and `last/`'s resume state (prior.trainers.loop's
 #: OPTIMIZER_FILE and STATE_FILE, written after the checkpoint)
-NOT_CHECKSUMMED = (META_FILE, "optimizer.safetensors", "trainer_state.json")
+NOT_CHECKSUMMED = (META_FILE, "optimizer.safetensors", "trainer_state.json", "rng.safetensors")
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
 
 
@@ -84,6 +90,13 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return meta
 
 
+def stored_view(meta: Mapping[str, Any]) -> str | None:
+    """The view a checkpoint's model was trained on (``prior.json``'s ``view``); None: its
+    feature as stored."""
+    view = meta.get("view")
+    return None if view in (None, meta.get("feature")) else str(view)
+
+
 def _missing_field(meta: Mapping[str, Any]) -> str | None:
     settings, fingerprints = meta.get("settings"), meta.get("fingerprints")
     if not isinstance(settings, dict) or not all(isinstance(settings.get(k), int) for k in ("batch_size", "max_length")):
@@ -96,6 +109,11 @@ def _missing_field(meta: Mapping[str, Any]) -> str | None:
         return "dataset and label_kind must be names"
     if not isinstance(meta.get("feature", 0), (str, type(None))):
         return "feature must be a name or null"
+    if "dep_view" in meta and "view" not in meta:
+        return ('it records "dep_view", the name "view" had before; rename the key to "view" (a value "dep" '
+                "becomes null) to load it")
+    if not isinstance(meta.get("view"), (str, type(None))):
+        return "view must be a name or null"
     checksums = meta.get(CHECKSUMS)
     if checksums is not None and not (isinstance(checksums, dict) and all(
             isinstance(k, str) and "/" not in k and "\\" not in k and k not in ("", ".", "..") and isinstance(v, str)
@@ -127,6 +145,38 @@ def check_checkpoint(directory: Path, meta: Mapping[str, Any]) -> None:
                                   "(damaged or replaced); restore the checkpoint or train it again")
     if not any(name.endswith(".safetensors") for name in recorded):
         raise _no_weights(directory, pickled)
+
+
+def save_checkpoint(directory: Path, model: PriorBertModel, tokenizer: Any, meta: Mapping[str, Any]) -> None:
+    """``save_pretrained`` (safetensors) + tokenizer + ``prior.json``, which records the sha256
+    of every file written."""
+    from prior.trainers import backbones
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with backbones.quiet_hf():
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+    meta = {**meta, CHECKSUMS: file_checksums(directory)}
+    (directory / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def load_checkpoint(directory: Path | str) -> tuple[PriorBertModel, Any, dict[str, Any]]:
+    """(model, tokenizer, prior.json) of a checkpoint folder; one that is damaged, altered or
+    pickled is a one-line `CheckpointError`."""
+    from prior.trainers.models import MODEL_CLASSES
+
+    directory = Path(directory)
+    meta = read_meta(directory)
+    check_checkpoint(directory, meta)
+    return (*load_weights(directory, MODEL_CLASSES[meta["model"]]), meta)
+
+
+def checkpoint_dir(path: Path | str) -> Path:
+    """A checkpoint folder: ``path`` itself, or the ``best/`` of a `prior train` output folder."""
+    path = Path(path)
+    if not (path / META_FILE).is_file() and (path / "best" / META_FILE).is_file():
+        return path / "best"
+    return path
 
 
 def load_weights(directory: Path, cls: type[PriorBertModel]) -> tuple[PriorBertModel, Any]:
@@ -196,4 +246,5 @@ def _no_weights(directory: Path, pickled: list[str], name: str = "model.safetens
                            "train it again")
 
 
-__all__ = ["CHECKSUMS", "CheckpointError", "check_checkpoint", "file_checksums", "load_weights", "read_meta", "sha256_of"]
+__all__ = ["CHECKSUMS", "META_FILE", "CheckpointError", "check_checkpoint", "checkpoint_dir", "file_checksums",
+           "load_checkpoint", "load_weights", "read_meta", "save_checkpoint", "sha256_of", "stored_view"]

@@ -13,14 +13,16 @@ Token positions are described by two int arrays of shape (B, T): ``seg`` (0 = a 
 sentence A, 1 = of B, -1 = special token or padding) and ``wid`` (the piece's word index in
 its own sentence, -1 for special tokens and padding), from :func:`token_positions`.
 
-Word-level values of a whole split live in one ragged array (`prior.layouts.ragged.Ragged`: flat
-values with per-item offsets and shapes), so building a batch's grids is a handful of
-vectorized numpy gathers over (B, T, T), with no Python loop over cells or pairs.
+Word-level values live in one ragged array (`prior.layouts.ragged.Ragged`: flat values with
+per-item offsets and shapes); a batch's grid is filled once with the neutral value, then each
+pair's blocks are gathered at its pieces' word indices: a loop over the batch's pairs, each
+step vectorized, never a loop over cells.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,20 +49,18 @@ def _check_words(wid: np.ndarray, mask: np.ndarray, limit: np.ndarray, what: str
                          "feature was computed from different words than the parse read")
 
 
-_FAR = np.int64(2**29)  # "not in this sentence": sums with it stay negative
+def _span(positions: np.ndarray) -> slice | np.ndarray:
+    """The token positions of one sentence of a pair: a slice when they are consecutive (every
+    ``[CLS] A [SEP] B [SEP]`` layout), else the positions."""
+    if len(positions) and positions[-1] - positions[0] + 1 == len(positions):
+        return slice(int(positions[0]), int(positions[-1]) + 1)
+    return positions
 
 
-def _index_dtype(values: np.ndarray) -> type:
-    return np.int32 if values.size < int(_FAR) else np.int64
-
-
-def _starts(seg: np.ndarray, wid: np.ndarray, which: int, offsets: np.ndarray, cols: np.ndarray,
-            it: type) -> tuple[np.ndarray, np.ndarray]:
-    """(row start, column) of each piece in its sentence's matrix; −2^29 off the sentence."""
-    inside = seg == which
-    row: np.ndarray = np.where(inside, offsets[:, None] + wid * cols[:, None], -_FAR).astype(it)  # (B, T)
-    col: np.ndarray = np.where(inside, wid, -_FAR).astype(it)  # (B, T)
-    return row, col
+def _item(ragged: Ragged, i: int) -> np.ndarray:
+    """Item ``i`` of a (possibly padded) ragged array, as a matrix."""
+    o, r, c = int(ragged.offsets[i]), int(ragged.rows[i]), int(ragged.cols[i])
+    return ragged.values[o:o + r * c].reshape(r, c)
 
 
 def pair_grid(seg: np.ndarray, wid: np.ndarray, pairs: Ragged, index: np.ndarray,
@@ -71,22 +71,31 @@ def pair_grid(seg: np.ndarray, wid: np.ndarray, pairs: Ragged, index: np.ndarray
     B and q in A (the transpose block), and ``neutral`` everywhere else (within a sentence,
     special tokens, padding). ``index`` (B,) selects the batch's pairs in ``pairs``.
 
-    How, in four passes over (B, T, T) with no boolean indexing: a piece of A contributes its
-    row start ``off + 1 + wid·m`` (else −2^29), a piece of B its column ``wid`` (else −2^29);
-    the cell index is max(row p, row q) + max(col p, col q), which is W's entry for the two
-    cross blocks (the transpose comes for free) and negative elsewhere, where the clipped
-    gather reads the ``neutral`` value placed in front of the flat values (`Ragged.with_fill`;
-    pass one filled once per split to avoid re-padding per batch).
+    How: the grid is filled with ``neutral`` once, then each pair's A×B block is W gathered at
+    its pieces' word indices (``W[wid_A][:, wid_B]``) and written with its transpose, so the
+    work is the grid's one fill and the pairs' cross blocks (a per-batch loop over pairs, each
+    step vectorized): at 128 pieces about 5× fewer passes than gathering every cell.
     """
     _check_words(wid, seg == 0, pairs.rows[index][:, None], "matrix rows")
     _check_words(wid, seg == 1, pairs.cols[index][:, None], "matrix columns")
-    pairs = pairs.with_fill(neutral)
-    it = _index_dtype(pairs.values)
-    row, _ = _starts(seg, wid, 0, pairs.offsets[index], pairs.widths[index], it)
-    _, col = _starts(seg, wid, 1, pairs.offsets[index], pairs.widths[index], it)
-    flat = np.maximum(row[:, :, None], row[:, None, :])  # (B, T, T)
-    flat += np.maximum(col[:, :, None], col[:, None, :])
-    return np.take(pairs.values, flat, mode="clip").astype(np.float32, copy=False)
+    grid = np.full(seg.shape + seg.shape[1:], neutral, dtype=np.float32)  # (B, T, T)
+    for i, p in enumerate(np.asarray(index).tolist()):
+        a, b = np.flatnonzero(seg[i] == 0), np.flatnonzero(seg[i] == 1)
+        if len(a) and len(b):
+            block = _item(pairs, p)[np.ix_(wid[i, a], wid[i, b])]  # (|A pieces|, |B pieces|)
+            rows, cols = _span(a), _span(b)
+            grid[i][_cells(rows, cols)] = block
+            grid[i][_cells(cols, rows)] = block.T
+    return grid
+
+
+def _cells(rows: slice | np.ndarray, cols: slice | np.ndarray) -> Any:
+    """The index of a block of a (T, T) grid: slices, or an open mesh of positions."""
+    if isinstance(rows, slice) and isinstance(cols, slice):
+        return rows, cols
+    r = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
+    c = np.arange(cols.start, cols.stop) if isinstance(cols, slice) else cols
+    return np.ix_(r, c)
 
 
 def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: Ragged, index_a: np.ndarray,
@@ -95,21 +104,19 @@ def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: Ragged, index_a: np.n
 
     Block-diagonal: a piece of A sees A's mask at its word's row, a piece of B sees B's; no
     cross-sentence cell is set; [CLS], [SEP] and [PAD] attend to themselves only. ``index_a``
-    and ``index_b`` (B,) select each pair's two sentences in ``sentences``. Same gather trick
-    as :func:`pair_grid`, with 0 ("not allowed") in front.
+    and ``index_b`` (B,) select each pair's two sentences in ``sentences``. As :func:`pair_grid`:
+    each sentence's block gathered at its pieces' word indices, on a grid of the diagonal.
     """
-    T = seg.shape[1]
+    B, T = seg.shape
     _check_words(wid, seg == 0, sentences.rows[index_a][:, None], "sentence A mask")
     _check_words(wid, seg == 1, sentences.rows[index_b][:, None], "sentence B mask")
-    sentences = sentences.with_fill(0)
-    it = _index_dtype(sentences.values)
-    widths = sentences.widths
-    row_a, col_a = _starts(seg, wid, 0, sentences.offsets[index_a], widths[index_a], it)
-    row_b, col_b = _starts(seg, wid, 1, sentences.offsets[index_b], widths[index_b], it)
-    flat = row_a[:, :, None] + col_a[:, None, :]  # (B, T, T) valid only for A×A cells
-    np.maximum(flat, row_b[:, :, None] + col_b[:, None, :], out=flat)  # or B×B cells
-    grid = np.take(sentences.values, flat, mode="clip") != 0
-    grid |= np.eye(T, dtype=bool)  # every position sees itself (specials: only itself)
+    grid = np.broadcast_to(np.eye(T, dtype=bool), (B, T, T)).copy()  # every position sees itself
+    for i in range(B):
+        for side, which in ((0, index_a), (1, index_b)):
+            pos = np.flatnonzero(seg[i] == side)
+            if len(pos):
+                span = _span(pos)
+                grid[i][_cells(span, span)] |= _item(sentences, int(which[i]))[np.ix_(wid[i, pos], wid[i, pos])] != 0
     return grid
 
 

@@ -45,8 +45,11 @@ from prior.featurestore.store import EntryInfo
 from prior.layouts.views import view_of
 from prior.paths import prior_home
 from prior.progress import stage_bars
-from prior.trainers.data import load_split, read_name
-from prior.trainers.loop import Runtime, checkpoint_dir, load_checkpoint, predict, runtime
+from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view
+from prior.trainers.data import load_split
+from prior.trainers.evaluation import predict
+from prior.trainers.runtime import Runtime, runtime
+from prior.trainers.store_record import recorded_store
 
 
 def default_predict_store() -> str:
@@ -118,9 +121,10 @@ class Predictor:
         self.batch_size = batch_size or int(meta["settings"]["batch_size"])
         self._builder = builder
         trained = meta["fingerprints"]["train"]
-        self.train_store = store.at(trained["store"])  # reached with the prediction store's options
+        # the training store, with the options it was trained with (secrets: the caller's, store_record)
+        self.train_store = recorded_store(trained, StoreRef(None, store.storage_options))
         self.parse: str = trained["parse"]
-        self.read = read_name(meta["feature"], meta.get("dep_view", "dep")) if meta["feature"] else None
+        self.read = (stored_view(meta) or meta["feature"]) if meta["feature"] else None
         recorded = dict(trained.get("entries") or {})
         self.entry_keys = ({n: recorded[n] for n in view_of(self.read).entries if n in recorded}
                            if self.read else {})
@@ -210,7 +214,7 @@ class Predictor:
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
                           feature=self.meta["feature"], entries=self.entry_keys or None,
-                          dep_view=self.meta.get("dep_view", "dep"), parse=self.parse)
+                          view=stored_view(self.meta), parse=self.parse)
         with stage_bars(progress) as report:
             outputs = predict(self.model, data, self.batch_size, self.rt, report, "predict")
         rows = store.pairs(built.dataset, built.split, parse=self.parse)  # the pairs `data` holds, in its order

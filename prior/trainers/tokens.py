@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -81,14 +80,47 @@ def encode_indexed(tokenizer: Any, sentences: Sequence[Sequence[str]], index_a: 
     if layout is None or max_length <= 3:
         return encode_each(tokenizer, [sentences[int(i)] for i in index_a],
                            [sentences[int(i)] for i in index_b], max_length, chunk)
+    return assemble(sentence_pieces(tokenizer, sentences, chunk), index_a, index_b, max_length, layout,
+                    tokenizer.pad_token_id or 0, chunk)
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The word pieces of distinct sentences, flat: sentence i's pieces are
+    ``ids[offsets[i]:offsets[i + 1]]``, each with its word index in ``wids``."""
+
+    ids: np.ndarray  # int32, one spare 0 at the end (index 0 exists when no sentence has a piece)
+    wids: np.ndarray  # int32, as ids
+    offsets: np.ndarray  # int64 (S + 1,)
+
+    @classmethod
+    def join(cls, parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> Pieces:
+        """The pieces of sentences given one by one as (ids, word indices)."""
+        sizes = np.fromiter((len(i) for i, _ in parts), dtype=np.int64, count=len(parts))
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        spare = np.zeros(1, dtype=np.int32)
+        return cls(np.concatenate([*(i for i, _ in parts), spare]).astype(np.int32, copy=False),
+                   np.concatenate([*(w for _, w in parts), spare]).astype(np.int32, copy=False), offsets)
+
+    def sentence(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sentence ``i``'s (piece ids, word indices)."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.ids[lo:hi], self.wids[lo:hi]
+
+
+def assemble(pieces: Pieces, index_a: np.ndarray, index_b: np.ndarray, max_length: int,
+             layout: tuple[int, int], pad: int, chunk: int = CHUNK) -> Encoded:
+    """``[CLS] A [SEP] B [SEP]`` rows of the pairs (``pieces`` sentence ``index_a[i]``,
+    sentence ``index_b[i]``), truncated as the tokenizer's ``longest_first`` would
+    (:func:`pair_budget`), ``layout`` being its (CLS id, SEP id) (:func:`bert_pair_layout`)."""
     cls_id, sep_id = layout
-    ids, wids, offsets = _pieces(tokenizer, sentences, chunk)
+    ids, wids, offsets = pieces.ids, pieces.wids, pieces.offsets
     sizes = np.diff(offsets)
     keep_a, keep_b = pair_budget(sizes[index_a], sizes[index_b], max_length - 3)
     lengths = (keep_a + keep_b + 3).astype(np.int32)
     n = len(index_a)
     L = int(lengths.max()) if n else 0
-    pad = tokenizer.pad_token_id or 0
     input_ids = np.full((n, L), pad, dtype=np.int32)
     token_type_ids = np.zeros((n, L), dtype=np.int8)
     seg = np.full((n, L), -1, dtype=np.int8)
@@ -153,27 +185,29 @@ def bert_pair_layout(tokenizer: Any) -> tuple[int, int] | None:
     return int(cls_id), int(sep_id)
 
 
-def _pieces(tokenizer: Any, sentences: Sequence[Sequence[str]], chunk: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every sentence's word pieces without special tokens, flat: (ids int32, word index int32,
-    offsets int64 with one more entry than sentences)."""
-    sizes = np.zeros(len(sentences), dtype=np.int64)
-    ids_parts: list[np.ndarray] = []
-    wid_parts: list[np.ndarray] = []
-    for start in range(0, len(sentences), chunk):
-        part = [list(w) for w in sentences[start:start + chunk]]
-        enc = tokenizer(part, is_split_into_words=True, add_special_tokens=False)
-        rows = enc["input_ids"]
-        n = [len(r) for r in rows]
-        sizes[start:start + len(part)] = n
-        total = sum(n)
-        ids_parts.append(np.fromiter(chain.from_iterable(rows), dtype=np.int32, count=total))
-        wid_parts.append(np.fromiter(chain.from_iterable(enc.word_ids(i) for i in range(len(part))),
-                                     dtype=np.int32, count=total))
-    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    empty = np.zeros(1, dtype=np.int32)  # so that index 0 exists when no sentence has a piece
-    return (np.concatenate([*ids_parts, empty]), np.concatenate([*wid_parts, empty]), offsets)
+def sentence_pieces(tokenizer: Any, sentences: Sequence[Sequence[str]], chunk: int = CHUNK) -> Pieces:
+    """Every sentence's word pieces without special tokens (:class:`Pieces`), by the fast
+    tokenizer's backend, untruncated: a pair is cut to ``max_length`` afterwards, so
+    transformers' warning about sequences longer than the model's maximum (meant for inputs
+    that would reach the model whole) would be wrong here, and is never triggered."""
+    backend = tokenizer.backend_tokenizer
+    truncation, padding = backend.truncation, backend.padding
+    backend.no_truncation()
+    backend.no_padding()
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    try:
+        for start in range(0, len(sentences), chunk):
+            words = [list(w) for w in sentences[start:start + chunk]]
+            for enc in backend.encode_batch(words, is_pretokenized=True, add_special_tokens=False):
+                n = len(enc.ids)
+                parts.append((np.fromiter(enc.ids, dtype=np.int32, count=n),
+                              np.fromiter(enc.word_ids, dtype=np.int32, count=n)))
+    finally:
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
+    return Pieces.join(parts)
 
 
 def encode_each(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],

@@ -1,0 +1,246 @@
+"""The training loader alone (no model): time to the first batch, batches per second, memory.
+
+    python bench/loader.py run --store STORE                         # one epoch, DAFA's dep, 2 workers
+    python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
+    python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
+    python bench/loader.py make STORE --pairs 500000 --sentences 63000   # a store without parsing (synthetic)
+
+``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
+then the stream of `prior.trainers.loader` makes one epoch of global batches of ``--batch-size``
+with ``--workers`` loader workers, the batches consumed and dropped. Reported: ``index_s`` (the
+split resolved: rows, entry selection, key columns), ``first_batch_s`` (from the start of the
+index to the first batch in hand), ``pairs_per_s`` over the epoch (wall), CPU seconds per 1,000
+pairs of this process and of the workers together (user + sys; what a shared machine disturbs
+least), and peak RSS of this process and of the largest worker (MiB, ``getrusage``); a forked worker's
+RSS counts the pages it shares with this process, so its peak PSS and private memory are
+sampled too (``/proc/PID/smaps_rollup``, every 0.5 s): what a worker adds.
+``--steps`` stops after that many batches.
+
+``sizes``: ``run`` in a fresh process per store, a Markdown table (the RSS of a process that read
+nothing else). The stores of `bench/scale.py` (``bench/out/scale/store-N``, dataset ``scale``)
+or of ``make``. ``s3``: starts moto's S3 server in this process, copies the store into a bucket,
+and compares ``run`` from the local store and from ``s3://`` (the same batches; the reads go
+through HTTP). Timings mean something only on a machine nothing else uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _cpu() -> tuple[float, float]:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+class MemoryWatch:
+    """Samples this process's and its children's memory every ``every`` seconds (Linux
+    ``/proc``): peak RSS, and for the children (forked loader workers, which share the pages
+    they were forked with) peak PSS and peak private memory, what they cost beyond the parent."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        import threading
+
+        self.every, self.peak = every, {"rss": 0.0, "worker_pss": 0.0, "worker_private": 0.0, "workers_pss_sum": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _rollup(pid: int) -> dict[str, float]:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            return {}
+        fields = dict(line.split(":", 1) for line in text.splitlines()[1:] if ":" in line)
+        return {k: float(v.split()[0]) / 1024 for k, v in fields.items()}  # MiB
+
+    def _children(self) -> list[int]:
+        try:
+            return [int(p) for p in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()]
+        except OSError:
+            return []
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            me = self._rollup(os.getpid())
+            self.peak["rss"] = max(self.peak["rss"], me.get("Rss", 0.0))
+            kids = [self._rollup(pid) for pid in self._children()]
+            for kid in kids:
+                self.peak["worker_pss"] = max(self.peak["worker_pss"], kid.get("Pss", 0.0))
+                private = kid.get("Private_Clean", 0.0) + kid.get("Private_Dirty", 0.0)
+                self.peak["worker_private"] = max(self.peak["worker_private"], private)
+            self.peak["workers_pss_sum"] = max(self.peak["workers_pss_sum"], sum(k.get("Pss", 0.0) for k in kids))
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return {k: round(v, 1) for k, v in self.peak.items()}
+
+
+def _dataset(store: Any, dataset: str | None, split: str) -> str:
+    names = sorted({d for d, s in store.datasets() if s == split})
+    if dataset is None and len(names) != 1:
+        raise SystemExit(f"name the dataset (--dataset): {store.location} has {names}")
+    return dataset or names[0]
+
+
+def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    import torch
+
+    from prior.featurestore import StoreRef, open_store
+    from prior.trainers import backbones
+    from prior.trainers.loader import LoaderSettings, TrainStream, run_batches
+    from prior.trainers.reader import SplitReader
+    from prior.trainers.split_index import index_split
+
+    torch.set_num_threads(1)
+    tokenizer = backbones.load_tokenizer(backbones.resolve_backbone("mini"))
+    watch = MemoryWatch()
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    store = open_store(StoreRef(args.store, storage_options), create=False)
+    dataset = _dataset(store, args.dataset, args.split)
+    index = index_split(store, dataset, args.split, feature=args.feature or None)
+    index_s = time.perf_counter() - wall0
+    settings = LoaderSettings(workers=args.workers, window=args.window, piece=min(args.piece, args.window))
+    reader = SplitReader(index, tokenizer, args.max_length, piece=settings.piece, cache_mb=args.cache_mb)
+    stream = TrainStream(reader, batch_size=args.batch_size, shuffle=settings.shuffle(1), epochs=1)
+    first, pairs, batches = None, 0, 0
+    for batch in run_batches(stream, settings):
+        if batch.skip:
+            continue
+        first = first if first is not None else time.perf_counter() - wall0
+        pairs, batches = pairs + batch.pairs, batches + 1
+        if args.steps and batches >= args.steps:
+            break
+    wall = time.perf_counter() - wall0
+    cpu = _cpu()
+    memory = watch.stop()
+    return {"store": str(args.store), "dataset": dataset, "split_pairs": len(index), "feature": args.feature,
+            "workers": args.workers, "window": settings.window, "piece": settings.piece, "batches": batches,
+            "pairs": pairs, "index_s": round(index_s, 2), "first_batch_s": round(first or 0.0, 2),
+            "pairs_per_s": round(pairs / (wall - (first or 0.0) + 1e-9) if batches > 1 else 0.0, 1),
+            "epoch_s": round(wall, 2),
+            "cpu_s_per_1k_pairs": {"this": round(1000 * (cpu[0] - cpu0[0]) / max(pairs, 1), 3),
+                                   "workers": round(1000 * (cpu[1] - cpu0[1]) / max(pairs, 1), 3)},
+            "peak_rss_mib": {"this": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                             "largest_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)},
+            "sampled_mib": memory}
+
+
+def sizes(args: argparse.Namespace) -> None:
+    rows = []
+    for store in args.stores:
+        cmd = [sys.executable, __file__, "run", "--store", store, *args.run_args]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if out.returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    print("\n| store | pairs | index s | first batch s | pairs/s | CPU ms/1k pairs (this + workers) | peak RSS MiB "
+          "(this / worker) | worker peak PSS / private MiB |\n|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        cpu, rss, seen = r["cpu_s_per_1k_pairs"], r["peak_rss_mib"], r["sampled_mib"]
+        print(f"| {r['store']} | {r['split_pairs']} | {r['index_s']} | {r['first_batch_s']} | {r['pairs_per_s']:,.0f} | "
+              f"{1000 * cpu['this']:.0f} + {1000 * cpu['workers']:.0f} | {rss['this']:.0f} / {rss['largest_worker']:.0f} | "
+              f"{seen['worker_pss']:.0f} / {seen['worker_private']:.0f} |")
+
+
+def s3(args: argparse.Namespace) -> None:
+    """The store local and on moto's S3 (module docstring)."""
+    import logging
+    import threading
+    import uuid
+
+    import boto3
+    import fsspec
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    threading.Thread(target=server.start, daemon=True).start()
+    time.sleep(1.0)
+    host, port = server.get_host_and_port()
+    options = {"endpoint_url": f"http://{host}:{port}", "key": "bench", "secret": "bench"}
+    bucket = f"prior-bench-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", endpoint_url=options["endpoint_url"], aws_access_key_id="bench", aws_secret_access_key="bench",
+                 region_name="us-east-1").create_bucket(Bucket=bucket)
+    fsspec.filesystem("s3", **options).put(str(Path(args.store)) + "/", f"{bucket}/store/", recursive=True)
+    try:
+        local = run(args)
+        print(json.dumps(local), flush=True)
+        remote = run(argparse.Namespace(**{**vars(args), "store": f"s3://{bucket}/store"}), options)
+        print(json.dumps(remote), flush=True)
+    finally:
+        server.stop()
+    for name, r in (("local", local), ("s3 (moto)", remote)):
+        print(f"{name}: first batch {r['first_batch_s']} s, {r['pairs_per_s']:,.0f} pairs/s, "
+              f"{r['pairs_per_s'] / args.batch_size:,.1f} steps/s of batches of {args.batch_size}")
+
+
+def make(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from synthetic_store import make_store  # bench/synthetic_store.py
+
+    t0 = time.perf_counter()
+    make_store(args.path, args.pairs, args.sentences, partition=args.partition,
+               features=tuple(args.features.split(",")))
+    print(f"{args.path}: {args.pairs} pairs in {time.perf_counter() - t0:.1f} s")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    from prior.trainers.order import DEFAULT_PIECE, DEFAULT_WINDOW
+    from prior.trainers.reader import DEFAULT_CACHE_MB
+
+    p.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
+    p.add_argument("--split", default="train")
+    p.add_argument("--feature", default="dep", help="The store feature read (dep: DAFA's M_F; '' for none).")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW)
+    p.add_argument("--piece", type=int, default=DEFAULT_PIECE)
+    p.add_argument("--cache-mb", type=float, default=DEFAULT_CACHE_MB)
+    p.add_argument("--steps", type=int, default=0, help="Stop after this many batches (0: one epoch).")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--store", required=True)
+    _run_options(r)
+    z = sub.add_parser("sizes")
+    z.add_argument("stores", nargs="+")
+    z.add_argument("--run-args", nargs=argparse.REMAINDER, default=[], help="Passed on to each run.")
+    m = sub.add_parser("s3")
+    m.add_argument("--store", required=True)
+    _run_options(m)
+    k = sub.add_parser("make")
+    k.add_argument("path")
+    k.add_argument("--pairs", type=int, default=100_000)
+    k.add_argument("--sentences", type=int, default=63_000)
+    k.add_argument("--partition", type=int, default=2000)
+    k.add_argument("--features", default="dep")
+    args = ap.parse_args()
+    os.environ.setdefault("PRIOR_NO_PROGRESS", "1")
+    if args.cmd == "run":
+        print(json.dumps(run(args)))
+    else:
+        {"sizes": sizes, "s3": s3, "make": make}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""Reading any pairs of an indexed split: word pieces and feature values, from the store, as
+the run asks for them.
+
+A :class:`SplitReader` turns positions of a split (`prior.trainers.split_index.SplitIndex`)
+into a `prior.trainers.data.PairData` holding exactly those pairs, in that order: a training
+batch, or a whole evaluation split. What it reads it keeps in bounded caches
+(`prior.trainers.caches`), so memory follows the settings, never the split's size:
+
+- **pair values** (a `dep` or `wup` matrix per pair) are read a *piece* at a time: the
+  values of ``piece`` consecutive pairs of the split, from the segments that hold them, only
+  those items' pieces of the flat arrays decompressed (`prior.featurestore.segment_files.read_items`).
+  A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
+  is read about once per window;
+- **sentences**: each distinct sentence's word pieces (tokenized once, by the tokenizer's
+  backend, then kept), its word count and its sentence values (SDOI masks, tf-idf weights,
+  embedding ids), read a parse or feature segment at a time.
+
+The cache bounds are set in bytes (``cache_mb``, split between the caches); a value is read
+again when it was dropped. A reader belongs to one process: after a fork (a loader worker) it
+reaches the store through a handle of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from prior.featurestore.catalog import Segment
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.segment_files import indexed_items, read_arrays, read_items, read_parquet
+from prior.featurestore.store import EntryInfo
+from prior.layouts.ragged import Ragged
+from prior.layouts.views import column_name
+from prior.trainers.caches import LruCache
+from prior.trainers.order import DEFAULT_PIECE
+from prior.trainers.pair_data import PairData
+from prior.trainers.split_index import Locator, SplitIndex
+from prior.trainers.tokens import Pieces, assemble, bert_pair_layout, encode_each, sentence_pieces
+
+#: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
+DEFAULT_CACHE_MB = 256
+_TOKEN_OVERHEAD = 240  # bytes a cached sentence costs beyond its arrays (tuple, two array headers)
+
+
+def _ragged_bytes(parts: dict[str, Ragged]) -> int:
+    return sum(r.values.nbytes + 3 * 8 * len(r) for r in parts.values())
+
+
+def gather(sources: Sequence[Ragged], which: np.ndarray, item: np.ndarray) -> Ragged:
+    """Item ``item[k]`` of ``sources[which[k]]`` for every k, as one compact `Ragged`: item by
+    item for a batch's few, by one vectorized take per source for many."""
+    if len(item) >= max(256, 16 * len(sources)):
+        order = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[order], np.arange(len(sources) + 1))
+        parts = [sources[w].take(item[order[lo:hi]]) for w, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+        back = np.empty(len(order), np.int64)
+        back[order] = np.arange(len(order))
+        return Ragged.concat(parts).take(back)
+    views, rows, cols = [], np.empty(len(item), np.int64), np.empty(len(item), np.int64)
+    for k, (w, i) in enumerate(zip(which.tolist(), item.tolist())):
+        src = sources[w]
+        o, r, c = int(src.offsets[i]), int(src.rows[i]), int(src.cols[i])
+        views.append(src.values[o:o + r * (c if c >= 0 else 1)])
+        rows[k], cols[k] = r, c
+    dtype = sources[0].values.dtype if sources else np.float32
+    values = np.concatenate(views) if views else np.zeros(0, dtype=dtype)
+    sizes = rows * np.where(cols < 0, 1, cols)
+    offsets = np.zeros(len(item), np.int64)
+    if len(item) > 1:
+        np.cumsum(sizes[:-1], out=offsets[1:])
+    return Ragged(values, offsets, rows, cols)
+
+
+class SplitReader:
+    """Pairs of one indexed split as `PairData` (module docstring)."""
+
+    def __init__(self, index: SplitIndex, tokenizer: Any, max_length: int, *, piece: int = DEFAULT_PIECE,
+                 cache_mb: float = DEFAULT_CACHE_MB) -> None:
+        self.index, self.tokenizer, self.max_length, self.piece = index, tokenizer, max_length, piece
+        self.layout = bert_pair_layout(tokenizer) if max_length > 3 else None
+        self.pad = int(tokenizer.pad_token_id or 0)
+        budget = int(cache_mb * 1024 * 1024)
+        self.tokens: LruCache[tuple[np.ndarray, np.ndarray, int]] = LruCache(
+            budget // 4, lambda t: t[0].nbytes + t[1].nbytes + _TOKEN_OVERHEAD)
+        self.parses: LruCache[pa.Array] = LruCache(budget // 8, lambda a: a.nbytes)
+        self.segments: LruCache[dict[str, Ragged]] = LruCache(budget // 4, _ragged_bytes)
+        self.indexes: LruCache[pa.Table] = LruCache(budget // 16, lambda t: t.nbytes)
+        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 5 * (budget // 8) - budget // 16, _ragged_bytes)
+        self._fs: StoreFS | None = None
+        self._pid = -1
+
+    @property
+    def fs(self) -> StoreFS:
+        """This process's handle on the store (a forked worker opens its own)."""
+        if self._fs is None or self._pid != os.getpid():
+            self._fs, self._pid = StoreFS(self.index.ref), os.getpid()
+        return self._fs
+
+    # ------------------------------------------------------------------ pairs
+    def read(self, positions: np.ndarray | Sequence[int]) -> PairData:
+        """The pairs at ``positions`` of the split, in that order."""
+        index = self.index
+        pos = np.asarray(positions, dtype=np.int64)
+        n = len(pos)
+        sentences, inverse = np.unique(np.concatenate([index.sent_a[pos], index.sent_b[pos]]), return_inverse=True)
+        ia, ib = inverse[:n], inverse[n:]
+        if self.layout is not None:
+            parts = self._tokens(sentences)
+            encoded = assemble(Pieces.join([(i, w) for i, w, _ in parts]), ia, ib, self.max_length, self.layout,
+                               self.pad)
+            counts = np.fromiter((k for _, _, k in parts), dtype=np.int64, count=len(parts))
+        else:  # a tokenizer without BERT's pair layout: its own pair encoding
+            words = self._words(sentences)
+            encoded = encode_each(self.tokenizer, [words[i] for i in ia], [words[i] for i in ib], self.max_length)
+            counts = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+        source = None
+        if index.plan is not None:
+            source = index.plan.source(self._values(pos, sentences, ia, ib))
+        labels = None if index.labels is None else index.labels[pos]
+        return PairData(dataset=index.dataset, split=index.split, labels=labels, label_kind=index.label_kind,
+                        label_names=index.label_names, encoded=encoded, source=source,
+                        fingerprint=dict(index.fingerprint), rows=np.arange(n, dtype=np.int64),
+                        word_counts=np.stack([counts[ia], counts[ib]], axis=1).reshape(-1, 2))
+
+    def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> dict[str, Ragged]:
+        """The feature entries' values for the pairs (frame column → one item per pair)."""
+        assert self.index.plan is not None
+        values: dict[str, Ragged] = {}
+        for info in self.index.plan.entries:
+            if info.scope == "pair":
+                for comp, items in self._pair_items(info, pos).items():
+                    values[column_name(info.name, comp)] = items
+                continue
+            for comp, items in self._sentence_items(info, sentences).items():
+                values[column_name(info.name, comp) + "_a"] = items.take(ia)
+                values[column_name(info.name, comp) + "_b"] = items.take(ib)
+        return values
+
+    def _pair_items(self, info: EntryInfo, pos: np.ndarray) -> dict[str, Ragged]:
+        """A pair entry's items for the pairs at ``pos``, through the cached pieces."""
+        pieces, local = np.divmod(pos, self.piece)
+        wanted, which = np.unique(pieces, return_inverse=True)
+        loaded = [self.pieces.get((info.key, int(p)), partial(self._read_piece, info, int(p))) for p in wanted]
+        return {c: gather([part[c] for part in loaded], which, local) for c in info.components}
+
+    def _read_piece(self, info: EntryInfo, p: int) -> dict[str, Ragged]:
+        """Piece ``p``'s items of a pair entry, in split order, from the segments holding them."""
+        rows = np.arange(p * self.piece, min(len(self.index), (p + 1) * self.piece))
+        loc = self.index.pair_locs[info.key]
+        return self._items(info, loc, loc.seg[rows], loc.item[rows])
+
+    def _items(self, info: EntryInfo, loc: Locator, segs: np.ndarray, items: np.ndarray) -> dict[str, Ragged]:
+        """Items (segment ordinal, item) of an entry, in the order given, reading only those
+        items of each segment."""
+        parts: list[dict[str, Ragged]] = []
+        which = np.empty(len(segs), np.int64)
+        where = np.empty(len(segs), np.int64)
+        for k, s in enumerate(np.unique(segs).tolist()):
+            mine = np.flatnonzero(segs == s)
+            segment = loc.segments[s]
+            columns = [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")]
+            table = self.indexes.get((segment.id, info.components),
+                                     partial(read_parquet, self.fs, segment, "index.parquet", columns))
+            parts.append(read_items(self.fs, segment, table, info.components, items[mine]))
+            which[mine], where[mine] = k, np.arange(len(mine))
+        return {c: gather([part[c] for part in parts], which, where) for c in info.components}
+
+    # ------------------------------------------------------------------ sentences
+    def _sentence_items(self, info: EntryInfo, sentences: np.ndarray) -> dict[str, Ragged]:
+        """A sentence entry's items for ``sentences`` (numbered within the split), through the
+        cached segments."""
+        loc = self.index.sentence_locs[info.key]
+        segs, items = loc.seg[sentences], loc.item[sentences]
+        wanted, which = np.unique(segs, return_inverse=True)
+        loaded = [self.segments.get((info.key, int(s)), partial(self._read_segment, info, loc.segments[int(s)]))
+                  for s in wanted]
+        return {c: gather([part[c] for part in loaded], which, items) for c in info.components}
+
+    def _read_segment(self, info: EntryInfo, segment: Segment) -> dict[str, Ragged]:
+        table = read_parquet(self.fs, segment, "index.parquet")
+        arrays = read_arrays(self.fs, segment, info.components)
+        return {c: indexed_items(table, arrays, c) for c in info.components}
+
+    def _words(self, sentences: np.ndarray) -> list[list[str]]:
+        """The stored words of ``sentences``, from their parse segments (kept while they fit)."""
+        loc = self.index.words
+        out: list[list[str]] = [[] for _ in range(len(sentences))]
+        segs, items = loc.seg[sentences], loc.item[sentences]
+        for s in np.unique(segs).tolist():
+            mine = np.flatnonzero(segs == s)
+            column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
+            for k, words in zip(mine.tolist(), column.take(pa.array(items[mine])).to_pylist()):
+                out[k] = words
+        return out
+
+    def _read_words(self, segment: Segment) -> pa.Array:
+        return read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
+
+    def _tokens(self, sentences: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """Each sentence's (piece ids, word indices, word count): cached, else read and
+        tokenized together."""
+        found = [self.tokens.peek(int(s)) for s in sentences.tolist()]
+        missing = [k for k, hit in enumerate(found) if hit is None]
+        if missing:
+            words = self._words(sentences[missing])
+            pieces = sentence_pieces(self.tokenizer, words)
+            self.tokens.loads += 1
+            for j, k in enumerate(missing):
+                ids, wids = pieces.sentence(j)
+                found[k] = self.tokens.put(int(sentences[k]), (ids.copy(), wids.copy(), len(words[j])))
+        return found  # type: ignore[return-value]
+
+
+__all__ = ["DEFAULT_CACHE_MB", "SplitReader", "gather"]

@@ -1,0 +1,205 @@
+"""A split resolved once, before any pair is read: its pairs as small integers and where each
+pair's data lies in the store.
+
+:func:`index_split` reads the split's rows through the store's split-row read
+(`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
+sentence of the parse read left out and counted, a warning saying so), selects the feature's
+entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
+that hold it by reading their key columns only. What it keeps is a few integers per pair —
+its two sentences (numbered within the split), its label, and per pair entry the segment and
+item holding its value — and per sentence the same for its parse and sentence entries:
+about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
+would take kilobytes. The loader (`prior.trainers.reader`) reads the values themselves
+piece by piece as the run goes.
+
+``fingerprint`` is what a checkpoint records of the data (`prior.json`): the store, the
+split, its pair count and a digest of its pair keys in order, the parse and the entries; a
+resumed run compares it with the store it reads (`prior.trainers.resume`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from prior.errors import DataError
+from prior.featurestore import Store, StoreRef, open_store
+from prior.featurestore.catalog import Segment
+from prior.featurestore.recipe import FeatureRecipe, render
+from prior.featurestore.segment_files import polars_frame, read_parquet
+from prior.featurestore.selection import ParseSelectionError, Request, build_recipe, select_parse
+from prior.layouts.views import resolve_view
+from prior.trainers.features import FeaturePlan, MissingFeatureError, plan_feature
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Locator:
+    """Where each key's item lies: item ``item[i]`` (its row in the segment's table) of
+    ``segments[seg[i]]``."""
+
+    segments: tuple[Segment, ...]
+    seg: np.ndarray  # int32 (keys,)
+    item: np.ndarray  # int32 (keys,)
+
+
+@dataclass(frozen=True)
+class SplitIndex:
+    """One split of a store, resolved (module docstring)."""
+
+    ref: StoreRef
+    dataset: str
+    split: str
+    label_kind: str
+    label_names: tuple[str, ...]
+    labels: np.ndarray | None  # int64 class ids or float32 scores, (n,)
+    sent_a: np.ndarray  # int32 (n,): the pair's first sentence, numbered within the split
+    sent_b: np.ndarray  # int32 (n,)
+    words: Locator  # per sentence: its parse record
+    pair_locs: dict[str, Locator] = field(default_factory=dict)  # pair entry key → per pair
+    sentence_locs: dict[str, Locator] = field(default_factory=dict)  # sentence entry key → per sentence
+    plan: FeaturePlan | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.sent_a)
+
+    @property
+    def sentences(self) -> int:
+        return len(self.words.seg)
+
+    @property
+    def location(self) -> str:
+        return str(self.ref.location)
+
+    def pair_keys(self, positions: np.ndarray | None = None) -> np.ndarray:
+        """The keys of the pairs at ``positions`` (default: all), read again from the store's
+        split rows: the index keeps none."""
+        served = open_store(self.ref, create=False).split_rows(self.dataset, self.split, parse=self.fingerprint["parse"])
+        keys = served.rows["pair_key"].head(len(self))
+        every = np.asarray(keys.to_list(), dtype=object)
+        return every if positions is None else every[np.asarray(positions, dtype=np.int64)]
+
+
+def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str, ...]]:
+    """(label kind, class names) recorded with the split's pairs."""
+    segs = store.split_segments(dataset, split)
+    meta = segs[-1].meta if segs else {}
+    return str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
+
+
+def _labels(raw: pl.Series, kind: str, names: tuple[str, ...], dataset: str, split: str) -> np.ndarray | None:
+    """Class ids (int64) or scores (float32) of a split's labels; None for an unlabelled split."""
+    if kind == "score":
+        return raw.cast(pl.Float32).to_numpy()
+    if kind != "class" or raw.null_count():
+        return None
+    unknown = raw.filter(~raw.is_in(list(names)))
+    if unknown.len():
+        raise DataError(f"{dataset}/{split}: label {unknown[0]!r} is not one of {names}", field="label")
+    return raw.replace_strict(list(names), list(range(len(names))), return_dtype=pl.Int64).to_numpy()
+
+
+def locate(store: Store, segments: list[Segment], inner: str, column: str, keys: pl.Series) -> tuple[Locator, int]:
+    """Where each of ``keys`` lies in ``segments`` (the first copy in catalog order; only the
+    key column of each table is read), and how many keys none of them holds."""
+    tables = [polars_frame(read_parquet(store.fs, s, inner, [column])).select(
+        pl.col(column).alias("key"), pl.lit(i, pl.Int32).alias("seg"),
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("item")) for i, s in enumerate(segments)]
+    held = (pl.concat(tables) if tables else pl.DataFrame(schema={"key": pl.String, "seg": pl.Int32, "item": pl.Int32}))
+    held = held.unique(subset="key", keep="first")
+    found = keys.to_frame("key").join(held, on="key", how="left", maintain_order="left")
+    missing = int(found["seg"].null_count())
+    seg = found["seg"].fill_null(-1).to_numpy().astype(np.int32)
+    item = found["item"].fill_null(-1).to_numpy().astype(np.int32)
+    return Locator(tuple(segments), seg, item), missing
+
+
+def pairs_digest(pair_keys: pl.Series) -> str:
+    """A digest of a split's pair keys in order: the same pairs in the same order, the same
+    digest."""
+    h = hashlib.blake2b(digest_size=16)
+    for start in range(0, pair_keys.len(), 1 << 16):
+        h.update("\n".join(pair_keys.slice(start, 1 << 16).to_list()).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def index_split(store: Store, dataset: str, split: str, *, feature: str | None = None, view: str | None = None,
+                request: Request | None = None, entries: dict[str, str] | None = None, parse: str | None = None,
+                parser: str | None = None, limit: int | None = None) -> SplitIndex:
+    """Resolve ``dataset``/``split`` (module docstring) for a model reading ``feature`` (None:
+    words only), read as ``view`` when given. The entries are the default ones, or those
+    ``request`` picks, or exactly the recorded ``entries`` (name → key: what `prior eval` passes
+    from a checkpoint). Without a feature the words are those of ``parse`` (a recorded id),
+    else of ``parser``'s parse (default: the default parser's). ``limit``: the first pairs only."""
+    plan = None
+    if feature is not None:
+        plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries)
+        parse = plan.parse
+    else:
+        resolve_view(None, view)  # a view given to a model that reads no feature: its one line
+        every = store.split_rows(dataset, split).rows
+        try:
+            parse = select_parse(store, pl.concat([every["key_a"], every["key_b"]]).unique().to_list(), parse=parse,
+                                 parser=parser, dataset=dataset, split=split)
+        except ParseSelectionError as exc:
+            raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
+    # the split's rows as the store serves a read of this parse: checked against its manifest,
+    # the pairs whose build skipped a sentence left out (and counted in the note)
+    served = store.split_rows(dataset, split, parse=parse)
+    if served.note:
+        log.warning(served.note)
+    rows = served.rows if limit is None else served.rows.head(limit)
+    if rows.height == 0:
+        raise DataError(f"{store.location}: {dataset}/{split} has no pairs" + (f" ({served.note})" if served.note else ""))
+    kind, names = split_labels(store, dataset, split)
+    labels = _labels(rows["label"], kind, names, dataset, split)
+    sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True)
+    number = sentences.to_frame("key").with_row_index("i", offset=0)
+    sent_a = rows.select("key_a").join(number, left_on="key_a", right_on="key", how="left",
+                                       maintain_order="left")["i"].to_numpy().astype(np.int32)
+    sent_b = rows.select("key_b").join(number, left_on="key_b", right_on="key", how="left",
+                                       maintain_order="left")["i"].to_numpy().astype(np.int32)
+    words = _words(store, dataset, split, parse, sentences, feature)
+    pair_locs: dict[str, Locator] = {}
+    sentence_locs: dict[str, Locator] = {}
+    for info in plan.entries if plan else ():
+        held = [s for s in store.segments("feature") if s.target["entry"] == info.key]
+        keys = rows["pair_key"] if info.scope == "pair" else sentences
+        loc, missing = locate(store, held, "index.parquet", "key", keys)
+        if missing:  # the selection checked coverage: only a concurrent gc gets here
+            raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
+                                      "while being read; read again")
+        (pair_locs if info.scope == "pair" else sentence_locs)[info.key] = loc
+    fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": rows.height,
+                   "pairs_digest": pairs_digest(rows["pair_key"]), "parse": parse,
+                   "parser": store.parse_ids().get(parse) if parse else None,
+                   "entries": dict(plan.fingerprint) if plan else {},
+                   "view": plan.read if plan and plan.read != feature else None}
+    return SplitIndex(store.ref, dataset, split, kind, names, labels, sent_a, sent_b, words, pair_locs,
+                      sentence_locs, plan, fingerprint)
+
+
+def _words(store: Store, dataset: str, split: str, parse: str | None, sentences: pl.Series,
+           feature: str | None) -> Locator:
+    """Where each sentence's parse record lies; `MissingFeatureError` with the build line that
+    parses what is missing."""
+    segments = [s for s in store.segments("parses") if s.target["parse"] == parse]
+    loc, missing = locate(store, segments, "parses.parquet", "sent_key", sentences)
+    if missing:
+        recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
+                              features=[FeatureRecipe(feature or "sdoi")])
+        raise MissingFeatureError(f"{store.location}: {missing} sentences of {dataset}/{split} "
+                                  f"have no parse {str(parse)[:12]}; restore them with: {render(recipe)}",
+                                  recipe=recipe)
+    return loc
+
+
+__all__ = ["Locator", "SplitIndex", "index_split", "locate", "pairs_digest", "split_labels"]

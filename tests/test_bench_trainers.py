@@ -1,0 +1,78 @@
+"""The trainers' benchmarks run end to end on a tiny store, so they cannot rot: the loader's
+(`bench/loader.py`), the shuffle-quality table, the resume benchmark and the device check
+(`bench/train.py`, `bench/gpu_check.py` on the CPU). Timings mean nothing here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.trainers_fixtures import tiny_backbone
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def bench(*args: object, timeout: int = 600) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, *(str(a) for a in args)], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bench") / "store"
+    out = bench("bench/loader.py", "make", path, "--pairs", 300, "--sentences", 200, "--partition", 100)
+    assert "300 pairs" in out
+    return path
+
+
+def test_bench_loader_run_and_sizes(store: Path) -> None:
+    for workers in (0, 2):
+        row = json.loads(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,
+                               "--piece", 16).strip().splitlines()[-1])
+        assert row["pairs"] == row["split_pairs"] == 300 and row["batches"] == 10 and row["first_batch_s"] > 0
+        assert row["peak_rss_mib"]["this"] > 0 and (workers == 0 or row["peak_rss_mib"]["largest_worker"] > 0)
+    table = bench("bench/loader.py", "sizes", store, "--run-args", "--workers", "0", "--steps", "3")
+    assert "| store | pairs |" in table and f"| {store} | 300 |" in table
+
+
+def test_bench_loader_s3(store: Path) -> None:
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    out = bench("bench/loader.py", "s3", "--store", store, "--workers", "0", "--steps", "4")
+    assert "local: first batch" in out and "s3 (moto): first batch" in out
+
+
+def test_bench_shuffle_quality() -> None:
+    out = bench("bench/shuffle_quality.py", "--pairs", 3000, "--windows", 512, "--pieces", 32, "--epochs", 1)
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| order |") and rows[1].startswith("| full shuffle | 0.") and len(rows) == 3
+
+
+def test_bench_resume_and_loader_per_feature(store: Path, tmp_path: Path) -> None:
+    backbone = tiny_backbone(tmp_path / "backbone")
+    out = bench("bench/train.py", "resume", "--store", store, "--dataset", "synth", "--model", "bert",
+                "--save-every", 2, "--kill-at", 4, "--threads", 1, "--out", tmp_path,
+                "--train-args", f"--backbone {backbone} --batch-size 8 --epochs 2")
+    row = json.loads(out.strip().splitlines()[-1])
+    assert 0 <= row["steps_lost"] <= 2 + 4 and row["resume_s_without_model_load"] > 0
+    assert row["resumed_at"][2] == row["saved_step"]
+    table = bench("bench/train.py", "loader", "--store", store, "--dataset", "synth", "--workers", 0)
+    assert "| dep | 300 |" in table
+
+
+def test_bench_gpu_check_runs_on_the_cpu(store: Path, tmp_path: Path) -> None:
+    from prior.trainers.backbones import mini_path
+
+    bench("bench/gpu_check.py", "--store", store, "--tokenizer", mini_path(), "--out", tmp_path / "out",
+          "--work", tmp_path / "work", "--device", "cpu", "--skip-training")
+    rows = [json.loads(x) for x in (tmp_path / "out" / "gpu_check.jsonl").read_text().splitlines()]
+    assert [r["model"] for r in rows if r["check"] == "model_on_device" and r["ok"]] == \
+        ["bert", "bert-sim", "sgnet", "dafa", "gibert", "cda"]

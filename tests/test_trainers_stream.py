@@ -1,0 +1,183 @@
+"""The streaming loader: its order (a function of seed and epoch alone), its windows, pieces and
+lanes, its workers, its position, and that a batch read piece by piece is the batch the whole
+split gives."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from prior.errors import PriorError
+from prior.trainers.caches import LruCache
+from prior.trainers.data import load_split
+from prior.trainers.loader import LoaderSettings, Position, TrainStream, run_batches
+from prior.trainers.order import Shuffle, epoch_order, rank_batch, served_batch, windowed_order
+from prior.trainers.reader import SplitReader
+from prior.trainers.split_index import index_split
+from tests.trainers_fixtures import many_pairs_store, tiny_tokenizer
+
+SMALL = Shuffle(seed=3, window=32, piece=8)  # 120 pairs: 4 windows of 4 pieces, 4 lanes
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    return many_pairs_store(tmp_path_factory.mktemp("many") / "s")
+
+
+def reader(store, feature: str | None = "dep", **kw) -> SplitReader:
+    return SplitReader(index_split(store, "many", "train", feature=feature), tiny_tokenizer(), 64, **kw)
+
+
+def run(stream: TrainStream, workers: int = 0) -> list:
+    return [b for b in run_batches(stream, LoaderSettings(workers=workers, window=SMALL.window, piece=SMALL.piece))
+            if not b.skip]
+
+
+def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# --------------------------------------------------------------------------- the order
+def test_order_of_a_split_in_one_window_is_the_full_permutation() -> None:
+    """A split no larger than the window is shuffled exactly as every run was before streaming."""
+    for n, epoch in ((1, 0), (37, 0), (4439, 2)):
+        expected = np.random.default_rng([7, epoch]).permutation(n)
+        np.testing.assert_array_equal(epoch_order(n, Shuffle(7), epoch), expected)
+
+
+def test_order_in_windows_serves_every_pair_once_from_whole_pieces() -> None:
+    n = 120
+    for epoch in range(3):
+        order, bounds = windowed_order(n, SMALL, epoch)
+        assert sorted(order.tolist()) == list(range(n))
+        for lo, hi in itertools.pairwise(bounds):
+            pieces = order[lo:hi] // SMALL.piece
+            counts = np.bincount(pieces, minlength=n // SMALL.piece)
+            assert set(counts[counts > 0].tolist()) == {SMALL.piece}  # whole pieces only
+    np.testing.assert_array_equal(epoch_order(n, SMALL, 1), epoch_order(n, SMALL, 1))
+    assert not np.array_equal(epoch_order(n, SMALL, 1), epoch_order(n, SMALL, 2))
+
+
+@pytest.mark.parametrize(("batches", "lanes"), [(1, 4), (3, 4), (4, 4), (17, 4), (30, 1)])
+def test_order_lanes_serve_every_batch_once(batches: int, lanes: int) -> None:
+    assert sorted(served_batch(t, batches, lanes) for t in range(batches)) == list(range(batches))
+
+
+def test_order_rank_shares_make_the_global_batch() -> None:
+    order = np.random.default_rng(0).permutation(11)
+    for b in range(3):  # batches of 5, 5 and 1
+        whole = rank_batch(order, b, 5)
+        shares = [rank_batch(order, b, 5, r, 2) for r in range(2)]
+        real = np.concatenate([s.positions[s.weights > 0] for s in shares])
+        assert sorted(real.tolist()) == sorted(whole.positions.tolist())
+        assert all(s.global_size == len(whole.positions) for s in shares)
+    lone = rank_batch(order, 2, 5, 1, 2)  # the last batch has one pair: rank 1 stands in with weight 0
+    assert lone.weights.tolist() == [0.0] and lone.positions.tolist() == order[10:].tolist()
+
+
+# --------------------------------------------------------------------------- the stream
+def test_stream_same_batches_with_0_1_and_2_workers(store) -> None:
+    def stream() -> TrainStream:
+        return TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=2)
+
+    plain = run(stream())
+    assert [(b.epoch, b.batch) for b in plain] == [(e, t) for e in range(2) for t in range(20)]
+    for workers in (1, 2):
+        other = run(stream(), workers)
+        assert [(b.epoch, b.batch) for b in other] == [(b.epoch, b.batch) for b in plain]
+        assert all(same(a.tensors, b.tensors) for a, b in zip(plain, other))
+
+
+def test_stream_batches_equal_the_whole_split_read(store) -> None:
+    """A batch read through its window (pieces, cached sentences) is the batch the whole split
+    gives for the same pairs, and the epoch covers every pair once."""
+    whole = load_split(store, "many", "train", tiny_tokenizer(), feature="dep", max_length=64)
+    stream = TrainStream(reader(store), batch_size=7, shuffle=SMALL, epochs=1)
+    order, _ = stream.order(0)
+    for b in run(stream):
+        t = b.batch
+        positions = order[served_batch(t, stream.steps_per_epoch, 4) * 7:][:7]
+        assert same(b.tensors, whole.batch(positions))
+
+
+def test_stream_resumes_at_a_position_with_the_same_batches(store) -> None:
+    full = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=2))
+    for start in (Position(0, 7), Position(1, 0), Position(1, 19)):
+        tail = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=2, start=start), workers=2)
+        expected = [b for b in full if (b.epoch, b.batch) >= (start.epoch, start.batch)]
+        assert [(b.epoch, b.batch) for b in tail] == [(b.epoch, b.batch) for b in expected]
+        assert all(same(a.tensors, b.tensors) for a, b in zip(tail, expected))
+
+
+def test_stream_two_ranks_serve_the_one_rank_steps(store) -> None:
+    """The global batch is fixed: rank 0 and rank 1 of 2 together serve the very pairs 1 rank
+    serves at each step (labels and input rows compared pair by pair)."""
+    one = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1))
+    two = [run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1, rank=r, world=2)) for r in range(2)]
+    for step, whole in enumerate(one):
+        halves = [two[r][step].tensors for r in range(2)]
+        assert torch.equal(torch.cat([h["labels"] for h in halves]).sort().values, whole.tensors["labels"].sort().values)
+        rows = {tuple(r.tolist()) for h in halves for r in h["input_ids"]}
+        width = whole.tensors["input_ids"].shape[1]
+        padded = {tuple(r + (0,) * (width - len(r))) for r in rows}
+        assert padded == {tuple(r.tolist()) for r in whole.tensors["input_ids"]}
+
+
+def test_stream_workers_must_divide_the_lanes() -> None:
+    with pytest.raises(PriorError, match="divides it"):
+        LoaderSettings(workers=3)
+    LoaderSettings(workers=4)
+
+
+# --------------------------------------------------------------------------- bounded memory
+def test_cache_keeps_within_its_bound() -> None:
+    cache: LruCache[bytes] = LruCache(100, len)
+    for i in range(50):
+        cache.get(i, lambda i=i: bytes(30))
+        assert cache.nbytes <= 100
+    assert len(cache) == 3 and cache.loads == 50
+    assert cache.get(200, lambda: bytes(500)) == bytes(500) and 200 not in cache  # too large: not kept
+
+
+def test_reader_with_a_tiny_cache_reads_again_and_gives_the_same(store) -> None:
+    big, small = reader(store), reader(store, cache_mb=0.001)
+    positions = np.random.default_rng(1).permutation(len(big.index))[:40]
+    assert same(big.read(positions).batch(np.arange(40)), small.read(positions).batch(np.arange(40)))
+    assert small.pieces.nbytes <= small.pieces.max_bytes and small.tokens.nbytes <= small.tokens.max_bytes
+
+
+def test_index_keeps_integers_not_texts(store) -> None:
+    index = index_split(store, "many", "train", feature="dep")
+    arrays = [index.sent_a, index.sent_b, index.labels, *(x for loc in (index.words, *index.pair_locs.values(),
+                                                                       *index.sentence_locs.values())
+                                                           for x in (loc.seg, loc.item))]
+    assert all(isinstance(a, np.ndarray) and a.dtype.kind in "iu" for a in arrays)
+    assert index.pair_keys([0, 1]).tolist() == index.pair_keys()[:2].tolist()
+
+
+@pytest.mark.parametrize("view", ["dep", "dep-no-trigram", "dep-no-subgraph", "dep-no-tfidf",
+                                  "dep-no-trigram-no-subgraph", "dep-no-subgraph-no-tfidf"])
+def test_dafa_view_combines_every_pair_at_once_bit_for_bit(view: str) -> None:
+    """The `dep` views compute M_F for all pairs at once, value for value `dafa_matrix`'s float32
+    arithmetic (negative zeros and items out of order included)."""
+    from prior.layouts.ragged import Ragged
+    from prior.layouts.views import VIEWS, dafa_matrix
+
+    rng = np.random.default_rng(0)
+    shapes = [(int(rng.integers(1, 9)), int(rng.integers(1, 9))) for _ in range(60)]
+    signs = [rng.choice(np.array([-1.0, 1.0, -0.0], np.float32), s) for s in shapes]
+    parts = {"dep_trigram": [(rng.random(s) < 0.3).astype(np.float32) * g for s, g in zip(shapes, signs)],
+             "dep_subgraph": [rng.standard_normal(s).astype(np.float32) for s in shapes],
+             "tfidf_a": [rng.random(s[0]).astype(np.float32) for s in shapes],
+             "tfidf_b": [rng.random(s[1]).astype(np.float32) for s in shapes]}
+    shuffled = rng.permutation(len(shapes))  # items whose values are not in order
+    values = {k: Ragged.from_arrays(v, np.float32).take(shuffled) for k, v in parts.items()}
+    spec = VIEWS[view]
+    got = spec.combine(values, dict(spec.options))  # type: ignore[misc]
+    switches = {f"use_{k}": v for k, v in spec.options.items()}
+    for i, j in enumerate(shuffled):
+        want = dafa_matrix(*(parts[k][j] for k in ("dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b")), **switches)
+        assert got.get(i).shape == want.shape and got.get(i).tobytes() == want.tobytes()
