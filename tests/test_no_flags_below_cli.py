@@ -81,26 +81,11 @@ def lower_modules() -> list[Path]:
     return [p for p in sorted(PACKAGE.rglob("*.py")) if "cli" not in p.relative_to(PACKAGE).parts[:1]]
 
 
-#: modules whose messages still spell flags, swept as the work in progress on them lands; no
-#: other module may gain one, and a module listed here that no longer has one fails the test
-#: (take it off the list)
-PENDING: set[str] = {
-    "prior/pipeline/parsers/__init__.py", "prior/pipeline/parsers/artifact.py",
-    "prior/pipeline/parsers/biaffine.py", "prior/pipeline/parsers/fast_biaffine.py", "prior/pipeline/parsers/train.py",
-    }
-
-
 def test_no_module_below_the_cli_spells_a_flag() -> None:
     flags = cli_flags()
     assert {"--parser", "--dataset", "--drop-damaged", "-o", "--store"} <= flags
-    found: dict[str, list[str]] = {}
-    for path in lower_modules():
-        where = str(path.relative_to(ROOT))
-        if v := violations(path.read_text(), where, flags):
-            found[where] = v
-    new = [line for where, lines in found.items() if where not in PENDING for line in lines]
-    assert not new, "\n".join(new)
-    assert not PENDING - set(found), f"no flag left in {sorted(PENDING - set(found))}: take it off PENDING"
+    found = [line for path in lower_modules() for line in violations(path.read_text(), str(path.relative_to(ROOT)), flags)]
+    assert not found, "\n".join(found)
 
 
 FLAGS = {"--features", "--dataset", "--store", "--embeddings", "--sample", "--name", "--parser", "-o", "--entry"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from prior.errors import ResourceError
+from prior.hints import option
 from prior.pipeline.parsers import fingerprint_of
 from prior.pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
 from prior.pipeline.parsers.conllu import read_conllu
@@ -113,7 +115,7 @@ def test_parsers_fast_biaffine_device_resolution() -> None:
     with pytest.raises(ResourceError, match="unknown parse device 'tpu'"):
         resolve_device("tpu")
     if not torch.cuda.is_available():
-        with pytest.raises(ResourceError, match="no CUDA GPU.*--parse-device cpu"):
+        with pytest.raises(ResourceError, match=f"no CUDA GPU.*{re.escape(option('parse_device', 'cpu'))}"):
             resolve_device("cuda")
 
 

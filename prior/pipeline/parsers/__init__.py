@@ -23,10 +23,10 @@ loading one runs code it contains).
 from __future__ import annotations
 
 import functools
-import shlex
 from typing import Any
 
 from prior.errors import ResourceError
+from prior.hints import option
 from prior.parser_spec import ParserSpec, loads_code
 from prior.pipeline.parsers.base import DependencyParser, Parse
 
@@ -51,11 +51,11 @@ def check_recorded_spec(spec: str, source: str) -> str:
     is opened."""
     if not loads_code(spec):
         return spec
-    shown = shlex.quote(spec) if spec.isprintable() else repr(spec)  # one line, whatever the record holds
+    shown = option("parser", spec) if spec.isprintable() else f"{option('parser')} {spec!r}"  # one line, whatever it holds
     raise UntrustedParserError(
         f"{source} names the parser {spec!r}, which is not the shipped model, spaCy or a model directory "
         "exported by `prior parser train` (a supar file or name is a pickle, which can run code), so it is "
-        f"not loaded; if you trust it, name it yourself: --parser {shown}")
+        f"not loaded; if you trust it, name it yourself: {shown}")
 
 
 def fingerprint_of(spec: str | ParserSpec = "biaffine") -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prior.errors import ResourceError
+from prior.hints import option
 from prior.shipped import parser_model_dir
 
 if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need only the files
@@ -31,7 +32,9 @@ if TYPE_CHECKING:  # torch is imported where a model is built: fingerprints need
 FORMAT = "prior-biaffine-dep/1"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-_FALLBACK = "use `--parser spacy`, or retrain it with `prior parser train` (see docs/parsers.md)"
+def _fallback() -> str:
+    return f"use {option('parser', 'spacy')}, or retrain it with `prior parser train` (see docs/parsers.md)"
+
 _JSON_TYPES = (str, int, float, bool, type(None))
 
 
@@ -192,7 +195,7 @@ def read_config(model_dir: str | Path) -> tuple[dict[str, Any], str]:
     config_path, weights = model_dir / CONFIG_FILE, model_dir / WEIGHTS_FILE
     for path in (config_path, weights):
         if not path.is_file():
-            raise ResourceError(f"biaffine parser model file {path} is missing; {_FALLBACK}")
+            raise ResourceError(f"biaffine parser model file {path} is missing; {_fallback()}")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
         if config.get("format") != FORMAT:
@@ -204,11 +207,11 @@ def read_config(model_dir: str | Path) -> tuple[dict[str, Any], str]:
             raise ValueError(f"model settings encoder={settings.get('encoder')!r} feat={settings.get('feat')!r} "
                              f"bert={settings.get('bert')!r}; only the LSTM + char model is supported")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ResourceError(f"biaffine parser config {config_path} is damaged ({exc}); {_FALLBACK}") from None
+        raise ResourceError(f"biaffine parser config {config_path} is damaged ({exc}); {_fallback()}") from None
     checksum = _file_digest(weights)
     if checksum != config.get("weights_blake2b"):
         raise ResourceError(f"biaffine parser weights {weights} do not match the checksum in {config_path} "
-                            f"(damaged or replaced file); {_FALLBACK}")
+                            f"(damaged or replaced file); {_fallback()}")
     identity = hashlib.blake2b(digest_size=16)
     identity.update(checksum.encode())
     identity.update(json.dumps({"model": config["model"], "vocab": config["vocab"]}, sort_keys=True).encode())
@@ -227,7 +230,7 @@ def load_artifact(model_dir: str | Path) -> LoadedModel:
     try:
         tensors = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as exc:
-        raise ResourceError(f"biaffine parser weights {weights} cannot be read ({exc}); {_FALLBACK}") from None
+        raise ResourceError(f"biaffine parser weights {weights} cannot be read ({exc}); {_fallback()}") from None
     settings = dict(config["model"])
     settings["device"] = "cpu"
     model = BiaffineDependencyModel(**settings)
@@ -236,7 +239,7 @@ def load_artifact(model_dir: str | Path) -> LoadedModel:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         raise ResourceError(f"biaffine parser weights {weights} do not fit {model_dir / CONFIG_FILE} ({exc}); "
-                            f"{_FALLBACK}") from None
+                            f"{_fallback()}") from None
     model.eval()
     return LoadedModel(model=model, vocab=Vocabularies.from_json(config["vocab"]),
                        name=str(config.get("name", "biaffine")), checksum=checksum, config=config)

@@ -72,7 +72,7 @@ def load_supar_model(spec: str) -> LoadedModel:
         raise ResourceError(
             f"cannot load supar model {spec!r} ({type(exc).__name__}: {exc}); give an existing file, "
             "a directory exported by `prior parser train`, or a supar model name while online; "
-            "or use `--parser spacy`"
+            f"or use {option('parser', 'spacy')}"
         ) from None
     model_settings_from_supar(parser.model.args)  # refuses BERT / tag-feature models clearly
     vocab = vocabularies_from_supar(parser.transform)

@@ -49,6 +49,7 @@ import torch
 from torch import nn
 
 from prior.errors import ResourceError
+from prior.hints import option
 from prior.pipeline.parsers.supar_compat import quiet_supar_warnings
 
 if TYPE_CHECKING:
@@ -74,8 +75,8 @@ def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ResourceError("--parse-device cuda: torch sees no CUDA GPU here (CPU-only torch build, no driver, or "
-                            "CUDA_VISIBLE_DEVICES hides it); use --parse-device cpu or auto")
+        raise ResourceError(f"{option('parse_device', 'cuda')}: torch sees no CUDA GPU here (CPU-only torch build, no "
+                            f"driver, or CUDA_VISIBLE_DEVICES hides it); use {option('parse_device', 'cpu')} or auto")
     return device
 
 
@@ -296,7 +297,7 @@ def quantize_dynamic_int8(fast: FastBiaffine) -> FastBiaffine:
     from torch.ao.quantization import quantize_dynamic
 
     if fast.device.type != "cpu":
-        raise ResourceError("int8 dynamic quantization runs on the CPU only; use --parse-device cpu")
+        raise ResourceError(f"int8 dynamic quantization runs on the CPU only; use {option('parse_device', 'cpu')}")
     out = copy.deepcopy(fast)
     with warnings.catch_warnings():  # torch.ao.quantization announces its own deprecation
         warnings.simplefilter("ignore", DeprecationWarning)

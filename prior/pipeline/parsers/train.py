@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from prior.errors import DataError, ResourceError
+from prior.hints import option
 from prior.pipeline.parsers.conllu import read_conllu, write_conllu
 from prior.pipeline.parsers.supar_compat import quiet_supar_warnings, supar_config, trusted_supar_load
 
@@ -79,7 +80,7 @@ def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Pat
 
     run_dir = Path(run_dir)
     if resume and not (run_dir / "model.supar").is_file():
-        raise ResourceError(f"cannot resume: {run_dir / 'model.supar'} does not exist (start the run without --resume)")
+        raise ResourceError(f"cannot resume: {run_dir / 'model.supar'} does not exist (start the run without {option('resume')})")
     run_dir.mkdir(parents=True, exist_ok=True)
     train_file, dev_file = run_dir / "train.conllu", run_dir / "dev.conllu"
     prepare_conllu(list(train), train_file)
@@ -106,7 +107,7 @@ def train_supar(train: Sequence[str | Path], dev: str | Path, run_dir: str | Pat
                 except KeyError:
                     raise ResourceError(
                         f"cannot resume: {path} holds no training state. supar drops it when a run "
-                        "ends normally, so --resume continues only a run that was stopped before its "
+                        f"ends normally, so {option('resume')} continues only a run that was stopped before its "
                         "last epoch; start a new run (or export this one) instead") from None
                 logger.info(f"resumed from the checkpoint of epoch {parser.checkpoint_state_dict.get('epoch')}")
                 parser.train(**{**config, "checkpoint": True})
