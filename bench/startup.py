@@ -73,6 +73,17 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def imports_from(checkout: Path) -> None:
+    """Fail unless ``prior`` imports from ``checkout`` under the environment the runs get (a
+    ``python -m`` child puts its working directory first on ``sys.path``, and an editable install
+    answers for any checkout that is not on the path: both would time this checkout twice)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    found = subprocess.run([sys.executable, "-P", "-c", "import prior; print(prior.__file__)"], env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if not Path(found).resolve().is_relative_to(checkout.resolve()):
+        raise SystemExit(f"prior imports from {found}, not from the checkout {checkout}")
+
+
 def run_round(configs: dict[str, tuple[Path, str | None]], order: list[str], what: tuple[str, ...],
               build_args: list[str], home: Path) -> dict[str, dict[str, tuple[float, float]]]:
     """One round: every command of ``what`` under every configuration, in ``order``."""
@@ -83,7 +94,7 @@ def run_round(configs: dict[str, tuple[Path, str | None]], order: list[str], wha
         env |= {"PYTHONPATH": str(checkout), "PRIOR_HOME": str(home), "PRIOR_NO_PROGRESS": "1"}
         if value is not None:
             env[SWITCH] = value
-        prior = [sys.executable, "-m", "prior.cli.main"]
+        prior = [sys.executable, "-P", "-m", "prior.cli.main"]  # -P: the checkout, not the working directory
         store = home / "store"
         out[label] = {}
         if "help" in what:
@@ -135,6 +146,8 @@ def main() -> None:
     if args.only:
         configs = {k: v for k, v in configs.items() if k in args.only.split(",") or k == "after"}
     labels = list(configs)
+    for checkout, _ in configs.values():
+        imports_from(checkout)
     build_args = ["--dataset", args.dataset, *args.build_args.split()]
     home = Path(tempfile.mkdtemp(prefix="prior-startup-"))
     try:

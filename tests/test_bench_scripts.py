@@ -51,6 +51,16 @@ def test_bench_startup_pairs_a_checkout_with_this_one(tmp_path: Path) -> None:
     assert "before:none" in out
 
 
+def test_bench_parse_pair_runs_this_checkout_twice(tmp_path: Path) -> None:
+    """bench/parse_pair.py with this checkout on both sides parses the same trees on both."""
+    out = run_script("parse_pair.py", "--data-dir", REPO / "data", "--limit", 12, "--rounds", 1,
+                     "--out", tmp_path / "out", tmp_path=tmp_path)
+    (result,) = (tmp_path / "out").glob("parse-pair-*.json")
+    row = json.loads(result.read_text())
+    assert row["sentences"] == 12 and row["same_trees"] == 12 and set(row["summary"]) == {"before", "after"}
+    assert "same trees: 12 of 12" in out
+
+
 @pytest.mark.slow
 def test_bench_build_runs(tmp_path: Path) -> None:
     run_script("build.py", "--datasets", "snli", "--pairs", 4, "--workers", 0, "--features", "sdoi",
