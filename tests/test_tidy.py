@@ -125,3 +125,33 @@ def test_gc_reports_the_bytes_it_frees(tmp_path):
     expected = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) + record.stat().st_size
     freed = gc_store(open_store(tmp_path / "s"), drop_damaged=True)
     assert freed.removed == [f"{CATALOG}/{seg.id}.json", f"{SEGMENTS}/{seg.id}"] and freed.bytes == expected
+
+
+def test_gc_removes_a_stale_temporary_of_the_store_marker(tmp_path):
+    """A kill inside ``STORE.json``'s atomic write (a new store, ``prior store upgrade``) leaves
+    its temporary file in the store's root: gc lists and removes it once it is older than the
+    lease time and no live lease may be its writer, as it does other writers' temporaries."""
+    import os
+    import uuid
+
+    from prior.featurestore.lease import lease_seconds
+
+    root = tmp_path / "s"
+    store = open_store(root)
+    marker = (root / "STORE.json").read_bytes()
+    stale = root / f"STORE.json.tmp-{uuid.uuid4().hex}"
+    fresh = root / f"STORE.json.tmp-{uuid.uuid4().hex}"
+    stale.write_bytes(b'{"format": "prior-st')  # the write was killed half-way
+    fresh.write_bytes(b'{"format"')  # a writer may be at it now
+    old = time.time() - 2 * lease_seconds()
+    os.utime(stale, (old, old))
+    dry = runner.invoke(app, ["store", "gc", "--dry-run", "--store", str(root)])
+    assert dry.exit_code == 0 and f"would remove {stale.name}" in dry.output and fresh.name not in dry.output
+    assert gc_store(store, dry_run=True).bytes == stale.stat().st_size and stale.exists()
+    with Lease(store.fs, "prior store upgrade"):  # a live lease's holder may be writing it
+        forced = gc_store(open_store(root), force=True)
+        assert stale.name not in forced.removed and stale.exists()
+    report = gc_store(open_store(root))
+    assert report.removed == [stale.name] and report.bytes == len(b'{"format": "prior-st')
+    assert not stale.exists() and fresh.exists() and (root / "STORE.json").read_bytes() == marker
+    assert verify_store(open_store(root)).ok

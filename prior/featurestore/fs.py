@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import time
 import uuid
 from pathlib import Path
@@ -34,6 +35,12 @@ from prior.featurestore.ref import StoreRef
 
 # a local file younger than this gets no content tag (see StoreFS.listdir_tagged)
 LOCAL_TAG_AGE_NS = 2_000_000_000
+
+
+def temporary_of(name: str, target: str) -> bool:
+    """Whether ``name`` is the temporary file that :meth:`StoreFS.write_atomic` writes beside
+    the file named ``target`` on a local disk: ``<target>.tmp-`` and 32 hex digits."""
+    return re.fullmatch(re.escape(target) + r"\.tmp-[0-9a-f]{32}", name) is not None
 
 
 class StoreFS:
@@ -91,7 +98,7 @@ class StoreFS:
         """Write so that readers see either nothing or the whole file."""
         target = self._content(rel)
         if self.local:
-            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+            tmp = f"{target}.tmp-{uuid.uuid4().hex}"  # what temporary_of recognises
             Path(tmp).parent.mkdir(parents=True, exist_ok=True)
             try:
                 with open(tmp, "wb") as fh:

@@ -3,7 +3,8 @@
 ``verify`` checks every catalog record (``catalog.record_problem``) and every committed file
 (size and blake2b); it reads nothing a record names unless the name passed its checks, and on
 a local disk never follows a link out of the store. ``gc`` removes uncommitted segment folders
-that no live build claims, what dead builds left (``lease.py``) and, when asked, damaged
+that no live build claims, what dead builds left (``lease.py``), temporary files that killed
+writers left (of catalog records, leases and ``STORE.json``) and, when asked, damaged
 segments; it refuses to run while a build holds the store unless forced, and even then keeps
 every folder a live build claims.
 """
@@ -25,12 +26,12 @@ from prior.featurestore.catalog import (
     read_catalog,
 )
 from prior.featurestore.errors import StoreError
-from prior.featurestore.fs import StoreFS
+from prior.featurestore.fs import StoreFS, temporary_of
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, gone_builds, read_leases, stale
 from prior.featurestore.missing import incomplete_pairs, rebuild_recipes, short_splits
 from prior.featurestore.recipe import Recipe
 from prior.featurestore.segments import SegmentStore
-from prior.featurestore.tree import Misplaced, misplaced
+from prior.featurestore.tree import STORE_FILE, Misplaced, misplaced
 from prior.hints import option
 
 
@@ -101,6 +102,7 @@ class _Scan:
     folders: list[str]
     strays: list[str]
     temporary: list[str]  # unfinished commits' temporary catalog files
+    marker_temporary: list[str]  # unfinished writes' temporary files of STORE.json, in the root
     live: list[LeaseInfo]
     dead: set[str]
     owned: set[str]
@@ -120,12 +122,13 @@ def _scan(fs: StoreFS) -> _Scan:
     # folders (and temporary records) first, then leases and claims, then the catalog (see lease.py)
     names = fs.listdir(SEGMENTS)
     temporary = [n for n in fs.listdir(CATALOG) if ".tmp-" in n]
+    marker = [n for n in fs.listdir("") if temporary_of(n, STORE_FILE) and fs.inside(n) and fs.is_file(n)]
     live, dead = read_leases(fs)
     owned = set().union(*(claims(fs, lease.id) for lease in live)) if live else set()
     bad: dict[str, str] = {}
     segments = read_catalog(fs, damaged=bad)
     return _Scan(folders=[n for n in names if is_segment_id(n)], strays=[n for n in names if not is_segment_id(n)],
-                 temporary=temporary, live=live, dead=dead, owned=owned, segments=segments, bad_records=bad)
+                 temporary=temporary, marker_temporary=marker, live=live, dead=dead, owned=owned, segments=segments, bad_records=bad)
 
 
 def verify_store(store: SegmentStore) -> VerifyReport:
@@ -202,8 +205,9 @@ class GcReport:
 
 
 def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool = False, force: bool = False) -> GcReport:
-    """Remove uncommitted segment folders no live build claims, stray temporary catalog files
-    and what dead builds left under ``leases/``.
+    """Remove uncommitted segment folders no live build claims, stray temporary files of
+    unfinished catalog, lease and ``STORE.json`` writes (once older than the lease time, and
+    never one a live build may still be writing) and what dead builds left under ``leases/``.
 
     Refuses (`StoreError` naming the builds) while a live build holds the store, unless
     ``force``: then it runs but keeps every folder and temporary file a live build claims.
@@ -239,6 +243,10 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
     # a temporary file belongs to a commit or lease write in progress unless it is old
     targets += [f"{CATALOG}/{n}" for n in scan.temporary
                 if n[:ID_LENGTH] not in scan.owned and stale(fs, f"{CATALOG}/{n}")]
+    # STORE.json is written by a new store's first open and by `upgrade` (under its lease): a
+    # temporary of it may be a live writer's while any lease lives (gc --force)
+    if not scan.live:
+        targets += [n for n in scan.marker_temporary if stale(fs, n)]
     live_ids = {lease.id for lease in scan.live}
     for name in fs.listdir(LEASES):
         if name[:ID_LENGTH] in scan.dead or (".tmp-" in name and name[:ID_LENGTH] not in live_ids
@@ -248,8 +256,11 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
     size = sum(_bytes(fs, rel) for rel in targets)
     if not dry_run:
         for rel in targets:
-            folder, name = rel.split("/", 1)
-            fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
+            folder, _, name = rel.rpartition("/")
+            if folder:
+                fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
+            else:
+                fs.remove(name)  # a file of the root (a temporary of STORE.json)
         store.refresh()
     targets = relinked + remade + targets
     rebuild: list[Recipe] = []
