@@ -103,6 +103,143 @@ def test_issue34_the_trainers_loader_reads_no_short_split(stepped, tmp_path, mon
         load_split(open_store(location, create=False), "sick", "train", tokenizer=None, feature="sdoi")
 
 
+def _restore_line(line: str) -> str:
+    return line.split("restore them with: ", 1)[1]
+
+
+def _reads_fail(store, match: str, tmp_path: Path) -> None:
+    """Every read of sick/train is a `ShortSplitError` matching ``match``, with the build line."""
+    for read in (lambda: store.frame("sdoi", dataset="sick", split="train"),
+                 lambda: store.scan("sdoi", dataset="sick", split="train").collect(),
+                 lambda: store.pairs("sick", "train"),
+                 lambda: store.split_rows("sick", "train"),
+                 lambda: export_parquet(store, "sdoi", dataset="sick", splits=["train"], out=tmp_path / "x")):
+        with pytest.raises(ShortSplitError, match=match + ".*restore them with: prior build"):
+            read()
+
+
+def test_issue34_a_split_missing_its_latest_pairs_record_is_never_read_short(stepped, tmp_path, monkeypatch):
+    """The latest pairs record carries the manifest, so losing it leaves an older manifest that
+    looks whole: the parse and feature records its build committed after it name it."""
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    shutil.copytree(stepped[0], location)
+    _records(location, "pairs")[-1].unlink()  # the --limit 50 build's 10 rows
+    report = verify_store(open_store(location, create=False))
+    assert not report.ok and len(report.incomplete) == 1, report.damaged
+    line = report.incomplete[0]
+    assert "sick/train holds 40 of the 50 rows" in line and "not in the catalog" in line, line
+    assert "restore them with: prior build --dataset sick --limit 50 --split train" in line, line
+    verified = runner.invoke(app, ["store", "verify", "--store", str(location)])
+    assert verified.exit_code == 1 and "sick/train holds 40 of the 50 rows" in verified.output
+    assert "run the build line(s) above" in verified.output
+    _reads_fail(open_store(location, create=False), "holds 40 of the 50 rows", tmp_path)
+    assert "restore them with: prior build --dataset sick --limit 50 --split train" in one_line_error(
+        "store", "frame", "--feature", "sdoi", "--dataset", "sick", "--split", "train", "--store", location)
+    _rebuild(_restore_line(line), location)
+    assert open_store(location, create=False).frame("sdoi", dataset="sick", split="train").height == 50
+
+
+def test_a_split_whose_only_pairs_record_is_gone_is_found_after_compaction(stepped, tmp_path, monkeypatch):
+    """After ``compact`` and ``gc`` the store verifies and reads as before; the merged pairs
+    record is then the split's only one, and losing it is found (the merged parse and feature
+    records keep naming the split's latest pairs), never a split that is simply not there."""
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    shutil.copytree(stepped[0], location)
+    before = open_store(location, create=False).frame("sdoi", dataset="sick", split="train")
+    ok("store", "compact", "--store", location)
+    ok("store", "gc", "--store", location)
+    assert len(_records(location, "pairs")) == 1 and len(_records(location, "feature")) == 1
+    after = open_store(location, create=False)
+    assert verify_store(after).ok and after.frame("sdoi", dataset="sick", split="train").equals(before)
+    _records(location, "pairs")[0].unlink()
+    report = verify_store(open_store(location, create=False))
+    assert not report.ok and len(report.incomplete) == 1, report.damaged
+    assert "sick/train holds 0 of the 50 rows" in report.incomplete[0], report.incomplete
+    _reads_fail(open_store(location, create=False), "holds 0 of the 50 rows", tmp_path)
+    _rebuild(_restore_line(report.incomplete[0]), location)
+    assert open_store(location, create=False).frame("sdoi", dataset="sick", split="train").equals(before)
+
+
+def test_a_build_in_progress_never_makes_its_split_look_short(stepped, tmp_path, monkeypatch):
+    """Another builder growing the split: after each of its commits ``verify`` is ok and the
+    split reads whole (its pairs are committed before the records that name them)."""
+    import prior.featurestore.segments as segments_module
+    from prior.pipeline.build import build
+    from prior.pipeline.build_options import BuildOptions, RunOptions
+
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    shutil.copytree(stepped[0], location)
+    commit = segments_module.commit_segment
+    seen: list[tuple[str, bool, int]] = []
+
+    def commit_then_look(*args, **kwargs):
+        segment = commit(*args, **kwargs)
+        store = open_store(location, create=False)
+        seen.append((segment.kind, verify_store(store).ok, store.split_rows("sick", "train").rows.height))
+        return segment
+
+    monkeypatch.setattr(segments_module, "commit_segment", commit_then_look)
+    build(BuildOptions(dataset="sick", splits=("train",), features=("sdoi",), parser="spacy", limit=60),
+          RunOptions(store=str(location), workers=0, progress=False, partition_size=10))
+    assert [kind for kind, *_ in seen][:2] == ["sentences", "pairs"] and len(seen) > 3, seen
+    assert all(verified for _, verified, _ in seen), seen
+    assert [rows for *_, rows in seen] == [50] + [60] * (len(seen) - 1), seen
+
+
+def test_a_listing_that_missed_the_latest_pairs_record_is_made_again(stepped, tmp_path, monkeypatch):
+    """A listing of ``catalog/`` made while another build committed may hold a record without
+    the pairs record committed before it: a read or ``verify`` that finds the split short lists
+    the catalog once more before it says so."""
+    import prior.featurestore.maintenance as maintenance_module
+    import prior.featurestore.segments as segments_module
+
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    shutil.copytree(stepped[0], location)
+    latest = _records(location, "pairs")[-1].stem
+    for module in (segments_module, maintenance_module):
+        read = module.read_catalog
+        calls = [0]
+
+        def first_misses_it(*args, read=read, calls=calls, **kwargs):
+            calls[0] += 1
+            found = read(*args, **kwargs)
+            return [s for s in found if s.id != latest] if calls[0] == 1 else found
+
+        monkeypatch.setattr(module, "read_catalog", first_misses_it)
+        store = open_store(location, create=False)
+        if module is segments_module:
+            assert store.split_rows("sick", "train").rows.height == 50
+        else:
+            assert verify_store(store).ok
+        assert calls[0] >= 2
+
+
+@pytest.mark.parametrize(("field", "value"), [("dataset", "../x"), ("pairs", "nope"), ("rows", -1),
+                                            ("recipe", {"dataset": "--code=/x/evil.py"}), ("code", "x")])
+def test_a_record_that_names_its_splits_badly_is_damaged(stepped, tmp_path, monkeypatch, field, value):
+    """The splits a record names are data someone may hand you: checked with the record (names,
+    a segment id, a row count, a recipe by its schema), its checksum recomputed or not."""
+    from prior.featurestore.catalog import record_checksum
+
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    shutil.copytree(stepped[0], location)
+    record = _records(location, "feature")[-1]
+    raw = json.loads(record.read_text())
+    pairs = _records(location, "pairs")[-1].stem
+    raw["meta"]["splits"] = [{"dataset": "sick", "split": "train", "pairs": pairs, "rows": 50,
+                              "recipe": {"dataset": "sick", "split": "train", "limit": 50}, field: value}]
+    raw["checksum"] = record_checksum(raw)
+    record.write_text(json.dumps(raw))
+    report = verify_store(open_store(location, create=False))
+    assert report.damaged_records == [f"catalog/{record.name}"], report.damaged
+    assert "records the splits its build read" in report.damaged[0] and "evil" not in " ".join(report.damaged)
+
+
 def test_compaction_keeps_the_manifest_true(stepped, tmp_path, monkeypatch):
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     location = tmp_path / "store"

@@ -42,6 +42,10 @@ SEGMENTS = "segments"
 KINDS = ("pairs", "sentences", "parses", "feature", "resource")
 #: a pairs record's meta field that holds its split's manifest (`prior.featurestore.splits`)
 MANIFEST = "manifest"
+#: a parses or feature record's meta field: the splits its build read, each with the split's
+#: latest pairs segment then (`prior.featurestore.splits`, ``SplitRef``)
+SPLITS = "splits"
+_SPLIT_REF_FIELDS = {"dataset", "split", "pairs", "rows", "source", "recipe"}
 SEGMENT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{12}")
 def repair() -> str:
     """What to do about damage, as a message ends (the option named by the installed namer)."""
@@ -62,6 +66,7 @@ _NAMED: dict[str, Callable[[dict[str, Any]], list[tuple[str, Any]]]] = {
           "resource": lambda t: [("array", n) for n in t.get("shapes") or {}]}
 RECORD_FIELDS = {"id", "kind", "target", "files", "rows", "created", "meta", "lease", "checksum"}
 _DIGEST = re.compile(r"[0-9a-f]{32}")
+_SOURCE = re.compile(r"[0-9A-Za-z]{1,128}")  # a pairs target's source_sha256
 
 
 def new_segment_id() -> str:
@@ -132,6 +137,8 @@ def content_problem(raw: dict[str, Any], name: str | None = None) -> str | None:
             return problem
     if kind == "pairs" and (problem := _manifest_problem(meta.get(MANIFEST), sid)) is not None:
         return f"records a split manifest that {problem}"
+    if SPLITS in meta and (problem := _split_refs_problem(meta[SPLITS])) is not None:
+        return f"records the splits its build read in a form that {problem}"
     if kind == "feature" and (problem := _layout_problem(target["layout"])) is not None:
         return f"records a storage layout that {problem}"
     return None
@@ -146,6 +153,29 @@ def _manifest_problem(manifest: object, own: str) -> str | None:
     ids = manifest["segments"]
     if not isinstance(ids, list) or not all(is_segment_id(i) for i in ids) or own in ids:
         return "lists something that is no other segment's id"
+    return None
+
+
+def _split_refs_problem(refs: object) -> str | None:
+    """What is wrong with a record's references to the splits its build read
+    (`prior.featurestore.splits.SplitRef`: names that pass the name check, a segment id, a row
+    count, a source checksum, a recipe that passes its schema), or None."""
+    if not isinstance(refs, list):
+        return "is not a list"
+    for ref in refs:
+        if not isinstance(ref, dict) or not {"dataset", "split", "pairs", "rows"} <= set(ref) or set(ref) - _SPLIT_REF_FIELDS:
+            return "holds something that is no split reference"
+        for what in ("dataset", "split"):
+            if (problem := name_problem(ref[what])) is not None:
+                return f"names a {what} that {problem}"
+        if not is_segment_id(ref["pairs"]):
+            return "names a pairs segment by something that is no segment id"
+        if type(ref["rows"]) is not int or ref["rows"] < 0:
+            return "has no row count"
+        if "source" in ref and not (isinstance(ref["source"], str) and _SOURCE.fullmatch(ref["source"])):
+            return "has a source that is no checksum"
+        if (problem := recorded_recipe_problem(ref)) is not None:
+            return problem
     return None
 
 

@@ -39,11 +39,12 @@ import polars as pl
 import pyarrow as pa
 
 from prior.featurestore import keys as keymod
-from prior.featurestore.catalog import CATALOG, SEGMENTS, Segment, commit_segment
+from prior.featurestore.catalog import CATALOG, SEGMENTS, SPLITS, Segment, commit_segment
 from prior.featurestore.errors import StoreError
 from prior.featurestore.lease import Lease, check_live, claim
 from prior.featurestore.segment_files import indexed_items, read_arrays, read_parquet, write_parquet
 from prior.featurestore.segments import SKIPPED, SegmentStore
+from prior.featurestore.splits import newest_refs
 from prior.featurestore.tensors import write_flat
 from prior.hints import option
 from prior.layouts.ragged import Ragged
@@ -151,6 +152,8 @@ def _merged_meta(merge: Merge) -> dict[str, Any]:
         for name in ("rows_read", "skipped", "skip_examples"):
             if name in widest.meta:
                 meta[name] = widest.meta[name]
+    if any(SPLITS in s.meta for s in segs):  # what the records name of their builds' splits
+        meta[SPLITS] = newest_refs(s.meta for s in segs)
     # every segment it stands for, those the merged ones stood for included: a split's manifest
     # lists the segments it was made of (`prior.featurestore.splits`)
     meta["replaces"] = list(dict.fromkeys([*(s.id for s in segs), *(r for s in segs for r in s.meta.get("replaces") or ())]))

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from prior.errors import DataError, NotFoundError
 from prior.featurestore.scan import SplitScan
 from prior.featurestore.selection import Request
+from prior.featurestore.splits import read_splits
 from prior.hints import option
 
 if TYPE_CHECKING:
@@ -164,9 +165,10 @@ def export_parquet(store: SegmentStore, feature: str, *, dataset: str, out: str 
     ``out`` (module docstring). Entries are selected as ``Store.frame`` selects them, for every
     split before anything is written, so a bad argument writes nothing."""
     folder = local_folder(out, store)
-    present = [s for d, s in store.datasets() if d == dataset]
+    splits_held = read_splits(store)  # a split whose pairs records are all gone fails when read
+    present = [s for d, s in splits_held if d == dataset]
     if not present:
-        known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
+        known = ", ".join(sorted({d for d, _ in splits_held})) or "none"
         raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
     wanted = list(dict.fromkeys(splits)) if splits else present
     if missing := [s for s in wanted if s not in present]:

@@ -156,7 +156,11 @@ def verify_store(store: SegmentStore) -> VerifyReport:
             report.damaged_segments.append(seg.id)
     # short splits, pairs whose sentences or parses are gone: damage a rebuild repairs, not a drop
     skip = set(report.damaged_segments)
-    for _, _, line, _ in [*short_splits(store, scan.segments, skip), *incomplete_pairs(store, scan.segments, skip)]:
+    short = short_splits(store, scan.segments, skip)
+    if short:  # a listing made while others committed may miss a record that one it saw was committed after
+        found = {(d, s) for d, s, *_ in short}
+        short = [item for item in short_splits(store, read_catalog(fs, damaged={}), skip) if item[:2] in found]
+    for _, _, line, _ in [*short, *incomplete_pairs(store, scan.segments, skip)]:
         report.damaged.append(line)
         report.incomplete.append(line)
     uncommitted = [n for n in scan.folders if n not in scan.committed and n not in scan.held()]

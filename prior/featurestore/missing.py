@@ -23,7 +23,7 @@ from prior.featurestore.rebuild import MissingDataError, restore_recipe
 from prior.featurestore.recipe import Recipe, render
 from prior.featurestore.segment_files import read_parquet, source_of
 from prior.featurestore.selection import Coverage
-from prior.featurestore.splits import split_shape
+from prior.featurestore.splits import later_refs, lost_pairs, restore_text, shape_recipe, split_shape
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
@@ -80,18 +80,26 @@ def current_splits(segments: Sequence[Segment]) -> dict[tuple[str, str], list[Se
 def short_splits(store: SegmentStore, segments: Sequence[Segment],
                  skip: set[str]) -> list[tuple[str, str, str, Recipe]]:
     """(dataset, split, ``verify``'s line, the build that restores it) for each split that holds
-    fewer rows than its manifest records or lacks a pairs segment it lists
-    (`prior.featurestore.splits`). ``skip``: ids of damaged segments (a split with one is
-    reported as that segment's damage)."""
+    fewer rows than its manifest records, lacks a pairs segment it lists, or lacks its latest
+    pairs segment that later records name (`prior.featurestore.splits`), also when that was its
+    only one. ``skip``: ids of damaged segments (a split with one is reported as that segment's
+    damage)."""
     out = []
-    for (dataset, split), segs in sorted(current_splits(segments).items()):
+    current = current_splits(segments)
+    refs = later_refs(segments)
+    for dataset, split in sorted(set(current) | set(refs)):
+        segs = current.get((dataset, split), [])
         if any(s.id in skip for s in segs):
             continue
+        lost = lost_pairs(segments, dataset, split, refs)
+        if not segs and not lost:
+            continue
         rows = {r for s in segs for r in read_parquet(store.fs, s, "pairs.parquet", ["row"]).column("row").to_pylist()}
-        shape = split_shape(segs, len(rows))
+        shape = split_shape(segs, len(rows), lost)
         if shape.short:
-            recipe = restore_recipe(store, dataset, split)
-            out.append((dataset, split, f"pairs {shape.describe()}; restore them with: {render(recipe)}", recipe))
+            recipe = shape_recipe(store, shape)
+            out.append((dataset, split, f"pairs {shape.describe()}; restore them with: {restore_text(shape, recipe)}",
+                        recipe))
     return out
 
 
@@ -156,9 +164,12 @@ def rebuild_recipes(store: SegmentStore, dropped: Sequence[Segment]) -> list[Rec
     store.refresh()
     segments = store.segments()
     specs = {s.target["parse"]: s.target["spec"] for s in dropped if s.kind == "parses"}
+    short = short_splits(store, segments, set())
+    # a split found short has its build already (it knows the row limit of a dropped latest segment)
+    reported = {(dataset, split) for dataset, split, *_ in short}
     recipes = [restore_recipe(store, s.target["dataset"], s.target["split"], dropped=s)
-               for s in dropped if s.kind == "pairs"]
-    recipes += [recipe for *_, recipe in short_splits(store, segments, set())]
+               for s in dropped if s.kind == "pairs" and (s.target["dataset"], s.target["split"]) not in reported]
+    recipes += [recipe for *_, recipe in short]
     recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set(), specs)]
     coverage = Coverage(store)
     for seg in dropped:

@@ -98,25 +98,27 @@ def feature_recipe(entry: EntryInfo | None, name: str, built_by: str | None = No
 
 def restore_recipe(store: SegmentStore, dataset: str, split: str, *, parse: str | None = None,
                    entries: Sequence[EntryInfo] = (), dropped: Segment | None = None,
-                   parser: str | None = None) -> Recipe:
+                   parser: str | None = None, source: Recipe | None = None) -> Recipe:
     """The build that restores ``dataset``/``split``'s pairs, sentences and parses (and the items
     of ``entries``): the split's recorded dataset source, the first entry's feature (else one the
     store holds, else ``sdoi``, which needs no resources), the parse's parser (``parser``: a
     spec recorded elsewhere, e.g. by a dropped parses segment). ``dropped``: the split's pairs
-    segment that was just dropped, whose record serves when the split has no other."""
+    segment that was just dropped, whose record serves when the split has no other.
+    ``source``: how the split's rows were read (a recipe with their row limit), recorded
+    elsewhere than in its pairs records (`prior.featurestore.splits.SplitRef`)."""
     try:
         entry = entries[0] if entries else next(iter(store.entries()), None)
         features = [feature_recipe(entry, entry.name) if entry is not None else FeatureRecipe("sdoi")]
         loads = bool(parser and loads_code(parser))
-        if all(store.split_segments(dataset, s) for s in split.split(",")):
+        if source is None and all(store.split_segments(dataset, s) for s in split.split(",")):
             recipe = build_recipe(store, dataset=dataset, split=split, features=features, parse=parse)
             return recipe if parser is None else recipe.with_(parser=parser, recorded_parser_loads_code=loads)
         made = build_recipe(store, dataset=None, split=None, features=features, parse=parse)
         if parser is not None:
             made = made.with_(parser=parser, recorded_parser_loads_code=loads)
-        return _dropped_source(store, dataset, split, dropped).with_(
-            features=made.features, parser=made.parser, store=made.store,
-            recorded_parser_loads_code=made.recorded_parser_loads_code)
+        base = source.with_(split=split) if source is not None else _dropped_source(store, dataset, split, dropped)
+        return base.with_(features=made.features, parser=made.parser, store=made.store,
+                          recorded_parser_loads_code=made.recorded_parser_loads_code)
     except PriorError:  # the catalog itself is damaged: a recipe without recorded sources
         return Recipe(dataset=dataset, split=split, store=store.location)
 

@@ -12,6 +12,19 @@ present is not missing. A short split is never read: :func:`split_rows` raises
 `ShortSplitError` naming what is missing and the build that restores it, and ``verify``
 reports it (`prior.featurestore.maintenance`).
 
+**The latest pairs record itself.** When the record that is gone is the latest one, the
+manifest that speaks for the split is the one before it, which looks whole. So a build's later
+records — its parses and feature segments, committed after its pairs — name the splits it read
+(``meta["splits"]``: a :class:`SplitRef` per split, the split's latest pairs segment, the rows
+its manifest records, the file it was read from and the recipe that reads those rows again).
+A pairs segment such a record names that is not in the catalog, not replaced by one there
+(compaction), and newer than every pairs segment of the split there, was the split's latest
+(:func:`lost_pairs`): the split is short by its rows. Compaction keeps the newest reference of
+each split in a merged record. It costs no read: the references come with the catalog. A
+build step that commits pairs and then nothing (killed before its first parse, or every
+sentence of its new rows parsed before and every feature item held) leaves no such record,
+and losing its pairs record then goes unnoticed.
+
 **Skipped pairs.** A sentence that a build could not parse (over the word limit, or the parser
 failed on it) is recorded as skipped, with its reason, in that build's parses segment
 (`SegmentStore.skipped_sentences`). A pair with such a sentence has no parse and no feature
@@ -27,14 +40,16 @@ no longer skipped.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from prior.featurestore.catalog import MANIFEST
-from prior.featurestore.rebuild import ShortSplitError, restore_recipe
-from prior.featurestore.recipe import render
+from prior.featurestore.catalog import MANIFEST, SPLITS
+from prior.featurestore.rebuild import ShortSplitError, pairs_recipe, restore_recipe
+from prior.featurestore.recipe import Recipe, read_recorded, render
+from prior.hints import option
 
 if TYPE_CHECKING:
     from prior.featurestore.catalog import Segment
@@ -47,50 +62,191 @@ def manifest_of(segment: Segment) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class SplitShape:
-    """What a split's latest manifest records against what the catalog holds."""
+class SplitRef:
+    """A split as a build saw it once its pairs were committed, as the build's later records
+    name it (module docstring): its latest pairs segment, the rows that segment's manifest
+    records, the ``source`` its rows were read from (the pairs target's checksum) and the
+    ``recipe`` that reads those rows again (its dataset source, split and row limit)."""
 
     dataset: str
     split: str
-    expected: int  # rows the latest manifest records
+    pairs: str
+    rows: int
+    source: str = ""
+    recipe: Recipe | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dataset": self.dataset, "split": self.split, "pairs": self.pairs, "rows": self.rows}
+        if self.source:
+            out["source"] = self.source
+        if self.recipe is not None:
+            out["recipe"] = self.recipe.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> SplitRef:
+        """A reference as a catalog record holds it (checked with the record, `catalog.py`)."""
+        return cls(str(raw["dataset"]), str(raw["split"]), str(raw["pairs"]), int(raw["rows"]),
+                   str(raw.get("source") or ""), read_recorded(raw))
+
+
+def split_refs(store: SegmentStore, dataset: str, splits: Iterable[str]) -> list[dict[str, Any]]:
+    """What a build's later records carry (their meta ``"splits"``) of the ``splits`` of
+    ``dataset`` it read, once their pairs are committed: one `SplitRef` each, as JSON."""
+    store.refresh()
+    out = []
+    for split in splits:
+        segs = store.split_segments(dataset, split)
+        if not segs:  # a split that gave no row (--limit 0)
+            continue
+        latest = segs[-1]
+        recipe = pairs_recipe(store, dataset, split)
+        out.append(SplitRef(dataset, split, latest.id, int(manifest_of(latest)["rows"]),
+                            str(latest.target["source_sha256"]),
+                            None if recipe is None else recipe.with_(split=split)).to_dict())
+    return out
+
+
+Refs = dict[tuple[str, str], dict[str, dict[str, Any]]]
+
+
+def later_refs(segments: Iterable[Segment]) -> Refs:
+    """(dataset, split) → pairs segment id → the reference to it (as JSON) that ``segments``'
+    records carry (module docstring). One pass over the records' meta: no file is read."""
+    out: Refs = {}
+    for s in segments:
+        for raw in s.meta.get(SPLITS) or ():
+            out.setdefault((raw["dataset"], raw["split"]), {}).setdefault(raw["pairs"], raw)
+    return out
+
+
+def newest_refs(metas: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest reference of each split among records' ``metas`` (what a merged record
+    keeps: an older one says no more, :func:`lost_pairs`)."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for meta in metas:
+        for raw in meta.get(SPLITS) or ():
+            key = (raw["dataset"], raw["split"])
+            if key not in newest or raw["pairs"] > newest[key]["pairs"]:
+                newest[key] = raw
+    return [newest[key] for key in sorted(newest)]
+
+
+def lost_pairs(segments: Sequence[Segment], dataset: str, split: str, refs: Refs | None = None) -> tuple[SplitRef, ...]:
+    """The pairs segments of ``dataset``/``split`` that later records name (``refs``:
+    :func:`later_refs` of ``segments``, when already made) and that are gone: not among
+    ``segments``, not replaced by one of them, and newer than each of the split's there (a
+    gone older one is its latest manifest's to find, or belonged to a source that a later
+    build replaced). Oldest first."""
+    named = (later_refs(segments) if refs is None else refs).get((dataset, split))
+    if not named:
+        return ()
+    mine = [s for s in segments if s.kind == "pairs" and s.target["dataset"] == dataset and s.target["split"] == split]
+    present = {s.id for s in mine} | {r for s in mine for r in s.meta.get("replaces") or ()}
+    latest = max((s.id for s in mine), default="")
+    return tuple(SplitRef.from_dict(raw) for pid, raw in sorted(named.items()) if pid not in present and pid > latest)
+
+
+def read_splits(store: SegmentStore) -> list[tuple[str, str]]:
+    """Every (dataset, split) a read may name, sorted: those whose pairs the catalog holds
+    (`SegmentStore.datasets`), and those whose every pairs record is gone while later records
+    name them (a read of one is a `ShortSplitError`, never "no such split")."""
+    segments = store.segments()
+    held = set(store.datasets())
+    refs = later_refs(segments)
+    return sorted(held | {key for key in refs if key not in held and lost_pairs(segments, *key, refs)})
+
+
+@dataclass(frozen=True)
+class SplitShape:
+    """What a split's latest manifest, and the later records of its builds, record against
+    what the catalog holds."""
+
+    dataset: str
+    split: str
+    expected: int  # rows the latest manifest (or the latest record that names a gone segment) records
     held: int  # distinct rows the split's present segments hold
     missing: tuple[str, ...] = ()  # segment ids it lists that are neither in the catalog nor replaced
+    lost: tuple[SplitRef, ...] = ()  # its latest pairs segment(s), named by later records and gone
+    source: str = ""  # the source of the rows it holds (its latest present segment's)
 
     @property
     def short(self) -> bool:
-        return bool(self.missing) or self.held < self.expected
+        return bool(self.missing) or bool(self.lost) or self.held < self.expected
 
     def describe(self) -> str:
+        if self.lost:
+            gone = ", ".join(ref.pairs for ref in self.lost)
+            return (f"{self.dataset}/{self.split} holds {self.held} of the {self.expected} rows that the parse and "
+                    f"feature records of its latest build name; its latest pairs segment(s) {gone} are not in the "
+                    "catalog (dropped or deleted)")
         gone = (f"; its pairs segment(s) {', '.join(self.missing)} are not in the catalog (dropped or deleted)"
                 if self.missing else "")
         return f"{self.dataset}/{self.split} holds {self.held} of the {self.expected} rows its manifest records{gone}"
 
+    @property
+    def replaced_source(self) -> bool:
+        """Whether the rows that are gone were read from another source than those it holds
+        (a build that replaced the split's content): restoring them takes a replacing build."""
+        return bool(self.lost) and bool(self.source) and self.lost[-1].source not in ("", self.source)
 
-def split_shape(segments: list[Segment], held: int) -> SplitShape:
-    """The shape of a split whose current pairs ``segments`` (oldest first, at least one) hold
-    ``held`` distinct rows."""
+
+def split_shape(segments: list[Segment], held: int, lost: Sequence[SplitRef] = ()) -> SplitShape:
+    """The shape of a split whose current pairs ``segments`` (oldest first) hold ``held``
+    distinct rows; ``lost``: its pairs segments that later records name and that are gone
+    (:func:`lost_pairs`; the split has at least one segment or one of these)."""
+    if not segments:
+        ref = lost[-1]
+        return SplitShape(ref.dataset, ref.split, ref.rows, held, lost=tuple(lost))
     latest = segments[-1]
     manifest = manifest_of(latest)
     present = {s.id for s in segments}
     replaced = {r for s in segments for r in s.meta.get("replaces") or ()}
     missing = tuple(i for i in manifest["segments"] if i not in present and i not in replaced)
-    return SplitShape(latest.target["dataset"], latest.target["split"], int(manifest["rows"]), held, missing)
+    expected = max([int(manifest["rows"]), *(ref.rows for ref in lost)])
+    return SplitShape(latest.target["dataset"], latest.target["split"], expected, held, missing, tuple(lost),
+                      str(latest.target["source_sha256"]))
 
 
 def short_split(store: SegmentStore, shape: SplitShape) -> ShortSplitError:
-    recipe = restore_recipe(store, shape.dataset, shape.split)
+    recipe = shape_recipe(store, shape)
     return ShortSplitError(f"{store.location}: {shape.describe()}, so a read would come back short; restore them "
-                           f"with: {render(recipe)}", recipe=recipe)
+                           f"with: {restore_text(shape, recipe)}", recipe=recipe)
+
+
+def shape_recipe(store: SegmentStore, shape: SplitShape) -> Recipe:
+    """The build that restores a short split's rows: the source its lost latest pairs record
+    was read with (its later records name it), else the one the store's pairs records give."""
+    source = shape.lost[-1].recipe if shape.lost else None
+    return restore_recipe(store, shape.dataset, shape.split, source=source)
+
+
+def restore_text(shape: SplitShape, recipe: Recipe) -> str:
+    """``recipe`` as the renderer writes it, and when the rows that are gone were read from
+    another source than those the split holds, that the build must replace them."""
+    if not shape.replaced_source:
+        return render(recipe)
+    return (f"{render(recipe)} with {option('replace')} (the rows that are gone were read from another file, "
+            f"sha256 {shape.lost[-1].source[:12]}, than those the split holds now)")
 
 
 def checked_rows(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`), checked against its manifest:
-    `ShortSplitError` when some are missing."""
-    rows = store.pair_rows(dataset, split)
-    shape = split_shape(store.split_segments(dataset, split), rows.height)
-    if shape.short:
-        raise short_split(store, shape)
-    return rows
+    """The split's rows (`SegmentStore.pair_rows`), checked against its manifest and against
+    the later records of its builds: `ShortSplitError` when some are missing. A split found
+    short is looked at once more in a fresh listing of the catalog (one listed while others
+    committed may miss a record that another one it saw was committed after)."""
+    for fresh in (False, True):
+        if fresh:
+            store.refresh()
+        segments = store.split_segments(dataset, split)
+        lost = lost_pairs(store.segments(), dataset, split)
+        if not segments and not lost:
+            return store.pair_rows(dataset, split)  # NotFoundError: the store has no such split
+        rows = store.pair_rows(dataset, split) if segments else None
+        shape = split_shape(segments, 0 if rows is None else rows.height, lost)
+        if rows is not None and not shape.short:
+            return rows
+    raise short_split(store, shape)
 
 
 @dataclass(frozen=True)
@@ -145,5 +301,6 @@ def split_rows(store: SegmentStore, dataset: str, split: str, *, parse: str | No
     return SplitRows(dataset, split, kept, parse, skipped)
 
 
-__all__ = ["SplitRows", "SplitShape", "checked_rows", "leave_out_skipped", "manifest_of",
-           "short_split", "split_rows", "split_shape"]
+__all__ = ["SplitRef", "SplitRows", "SplitShape", "checked_rows", "later_refs", "leave_out_skipped", "lost_pairs",
+           "manifest_of", "newest_refs", "read_splits", "restore_text", "shape_recipe", "short_split", "split_refs", "split_rows",
+           "split_shape"]

@@ -34,6 +34,7 @@ from prior.featurestore import open_store
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
 from prior.featurestore.names import name_problem
 from prior.featurestore.segment_cache import PARSE_SEGMENTS, limit_bytes
+from prior.featurestore.splits import split_refs
 from prior.featurestore.store import Store
 from prior.featurestore.tree import check_tree
 from prior.hints import option
@@ -102,6 +103,7 @@ def _run_stages(run: BuildRun, sources: dict[str, Source | None], planned: Plann
     """Ingest, parse, then every feature: prepared in the driver one after the other, then the
     partitions of all of them go to the workers at once, in that order."""
     ingested = ingest(run.store, run.options, run.report, sources)
+    run.splits = tuple(split_refs(run.store, run.report.dataset, ingested.split_pairs))
     with bars(run.settings.progress) as progress:
         run.progress = progress
         keys = ingested.sentence_keys()
@@ -153,6 +155,7 @@ def _label_counts(store: Store, options: BuildOptions, report: BuildReport) -> N
         segs = store.split_segments(report.dataset, s.split)
         if not segs or segs[-1].meta.get("label_kind", "class") != "class":
             continue
+        # the file's classes as committed, skipped pairs included (not a read of the split's features)
         labels = store.pair_rows(report.dataset, s.split)["label"].drop_nulls().to_list()
         s.labels = dict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
 

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from prior.featurestore.catalog import SPLITS
 from prior.featurestore.store import Store
 from prior.pipeline.build_options import BuildOptions, RunOptions
 from prior.pipeline.build_report import BuildReport, StageReport
@@ -29,6 +30,9 @@ class BuildRun:
     report: BuildReport
     fingerprint: dict[str, Any]  # the parser's identity (its parse id is ``report.parse``)
     progress: Bars | None = None
+    #: the splits the build read, as the parse and feature records it commits after their pairs
+    #: name them (`prior.featurestore.splits.split_refs`); set once they are read
+    splits: tuple[dict[str, Any], ...] = ()
     started: float = field(default_factory=time.perf_counter)
 
     def elapsed(self) -> float:
@@ -37,6 +41,11 @@ class BuildRun:
     @property
     def lease(self) -> str | None:
         return self.store.lease
+
+    def record(self) -> dict[str, Any]:
+        """What every parse and feature record of this build carries in its meta: the splits
+        it read (a later loss of their latest pairs record is noticed by them)."""
+        return {SPLITS: list(self.splits)} if self.splits else {}
 
     def bar(self, name: str, total: int) -> Any:
         """A progress bar for ``total`` items of a stage; None when there is nothing to do."""

@@ -95,7 +95,7 @@ def _task(run: BuildRun, feature: Feature, target: dict[str, Any], part: list[An
     sentences = feature.scope == "sentence"
     return FeatureTask(store=run.store.ref, keys=tuple(part) if sentences else tuple(t[0] for t in part),
                        pairs=None if sentences else tuple((a, b) for _, a, b in part), lease=run.lease, known=known,
-                       label=label, feature=feature, target=target, parse=run.report.parse)
+                       label=label, feature=feature, target=target, parse=run.report.parse, record=run.record())
 
 
 def entry_record(feature: Feature, built_by: str, given: dict[str, Any]) -> dict[str, Any]:

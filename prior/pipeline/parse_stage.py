@@ -45,7 +45,7 @@ def parse_stage(run: BuildRun, keys: set[str], texts: dict[str, str]) -> set[str
 
     weights = [len(texts[k]) + PARSE_COST_PER_SENTENCE for k in todo]
     parts = partitions(todo, run.runner.workers, run.settings.partition_size, weights)
-    run.runner.run([Job(ParseTask(store=store.ref, keys=tuple(part), lease=run.lease, known=known,
+    run.runner.run([Job(ParseTask(store=store.ref, keys=tuple(part), lease=run.lease, known=known, record=run.record(),
                                   label=f"parse {i}/{len(parts)}", parser=run.options.parser, parse=parse,
                                   fingerprint=run.fingerprint, texts=tuple(texts[k] for k in part),
                                   device=run.settings.parse_device), done)
@@ -89,7 +89,8 @@ def _record_skipped(run: BuildRun, texts: dict[str, str]) -> None:
                else f"over the {limit * CHARS_PER_WORD}-character limit" for k, t in texts.items()}
     known = run.store.skipped_sentences(run.report.parse)
     if new := {k: r for k, r in reasons.items() if known.get(k) != r}:
-        run.store.write_parses(run.report.parse, run.fingerprint, [], [], spec=run.options.parser, skipped=new)
+        run.store.write_parses(run.report.parse, run.fingerprint, [], [], spec=run.options.parser, skipped=new,
+                               meta=run.record())
 
 
 def sentence_rows(run: BuildRun, keys: Iterable[str]) -> dict[str, str]:
@@ -101,7 +102,7 @@ def sentence_rows(run: BuildRun, keys: Iterable[str]) -> dict[str, str]:
     for s in report.splits:
         if not wanted - where.keys():
             break
-        rows = run.store.pair_rows(report.dataset, s.split)
+        rows = run.store.pair_rows(report.dataset, s.split)  # skipped pairs too: they are the ones named
         for row, a, b in zip(rows["row"].to_list(), rows["key_a"].to_list(), rows["key_b"].to_list()):
             for k, side in ((a, "text_a"), (b, "text_b")):
                 if k in wanted and k not in where:

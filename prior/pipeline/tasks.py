@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prior.featurestore import StoreRef
@@ -32,6 +32,8 @@ class PartitionTask(ABC):
     lease: str | None = None  # the build's lease: writes are claimed under it
     known: tuple[str, ...] = ()  # segment ids of this parse/entry when the partition was planned
     label: str = ""  # how the report names it: "parse 3/8", "feature wup 1/4"
+    #: recorded with its segment: the splits the build read (`BuildRun.record`)
+    record: dict[str, Any] = field(default_factory=dict)
 
     @property
     @abstractmethod

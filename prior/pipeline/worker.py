@@ -97,7 +97,7 @@ def parse_partition(task: ParseTask) -> PartitionResult:
     # what the parser failed on is recorded with the parses: reads leave those pairs out
     store.write_parses(task.parse, task.fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
                        spec=task.parser, skipped={k: "the parser failed on it" for k, _ in failures if k not in done},
-                       meta={TASK_META: task.token})
+                       meta={**task.record, TASK_META: task.token})
     skipped = len(task.keys) - len(ok) - len(failures)
     return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)
 
@@ -149,6 +149,6 @@ def feature_partition(task: FeatureTask) -> PartitionResult:
                 failures.append((key, _short(exc)))
     done, raced = committed()
     ok = [(k, r) for k, r in zip(keys, results) if r is not None and k not in done]
-    store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok], meta={TASK_META: task.token})
+    store.write_feature(entry, [k for k, _ in ok], [r for _, r in ok], meta={**task.record, TASK_META: task.token})
     skipped = len(task.keys) - len(ok) - len(failures)
     return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)
