@@ -118,3 +118,18 @@ def test_train_eval_and_predict_leave_the_skipped_pairs_out(built, tmp_path, mon
     lines = [json.loads(line) for line in predicted.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 2 and all(LONG not in (p["a"], p["b"]) for p in lines)
     assert "skipped 1 unusable pair(s): 1 over the 6-word limit" in predicted.output
+
+
+def test_show_of_a_skipped_pair_says_why_in_one_line(built, monkeypatch) -> None:
+    store_path, root = built
+    monkeypatch.setenv("PRIOR_HOME", str(root / "home"))
+    store = open_store(store_path, create=False)
+    skipped = store.skipped_sentences(store.entries("dep")[0].parse)
+    rows = store.pair_rows("long", "train")
+    row = next(r for r in rows.iter_rows(named=True) if r["key_a"] in skipped or r["key_b"] in skipped)["row"]
+    shown = runner.invoke(app, ["show", "--dataset", "long", "--split", "train", "--pair", str(row), "--feature", "dep",
+                                "--store", str(store_path)])
+    assert shown.exit_code == 1 and "Traceback" not in shown.output, (shown.output, shown.exception)
+    assert len(shown.output.strip().splitlines()) == 1, shown.output
+    assert f"row {row} of long/train was skipped at build (over the 6-word limit)" in shown.output
+    assert "--max-words" in shown.output

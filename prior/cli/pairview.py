@@ -22,6 +22,7 @@ import numpy as np
 
 from prior.errors import NotFoundError, PriorError
 from prior.featurestore.selection import Request, entries_line
+from prior.featurestore.splits import read_splits
 from prior.layouts.views import VIEWS
 
 if TYPE_CHECKING:
@@ -69,12 +70,15 @@ def split_order(splits: Sequence[str]) -> list[str]:
 
 
 def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tuple[str, Any, str]:
-    """(split, the pair's row of ``store.pair_rows``, a note on how the split was chosen) for a
+    """(split, the pair's row of ``store.split_rows``, a note on how the split was chosen) for a
     row number or a (prefix of a) key. A row number without a split is looked up in the only
-    split, or in the first split in the dataset's order (the note says which)."""
-    present = split_order([s for d, s in store.datasets() if d == dataset])
+    split, or in the first split in the dataset's order (the note says which). The rows are the
+    checked read's: a split that lacks rows is a `ShortSplitError` naming the build that
+    restores them, never "no such row" or "no such key"."""
+    held = read_splits(store)
+    present = split_order([s for d, s in held if d == dataset])
     if not present:
-        known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
+        known = ", ".join(sorted({d for d, _ in held})) or "none"
         raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
     if split is not None and split not in present:
         raise NotFoundError(f"{dataset} has no split {split!r} in {store.location} "
@@ -85,7 +89,7 @@ def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tupl
             split = present[0]
             if len(present) > 1:
                 note = f"split {split} (of {', '.join(present)}; --split picks another)"
-        rows = store.pair_rows(dataset, split)
+        rows = store.split_rows(dataset, split).rows
         hit = rows.filter(rows["row"] == int(pair))
         if hit.height == 0:
             raise NotFoundError(f"{dataset}/{split} has no row {pair} "
@@ -97,7 +101,7 @@ def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tupl
     splits = [split] if split else present
     found = []
     for s in splits:
-        rows = store.pair_rows(dataset, s)
+        rows = store.split_rows(dataset, s).rows
         hit = rows.filter(rows["pair_key"].str.starts_with(pair))
         found += [(s, r) for r in hit.iter_rows(named=True)]
     keys = {r["pair_key"] for _, r in found}
@@ -106,6 +110,16 @@ def _find_pair(store: Store, dataset: str, pair: str, split: str | None) -> tupl
     if len(keys) > 1:
         raise PriorError(f"pair key prefix {pair!r} matches {len(keys)} pairs; give more characters")
     return found[0][0], found[0][1], note
+
+
+def _skipped(store: Store, dataset: str, split: str, row: Any, feature: str, parse: str | None) -> PriorError:
+    """Why ``row`` has no ``feature``: its build skipped one of its sentences (too long for the
+    parser, or the parser failed on it), so it has no parse."""
+    skipped = store.skipped_sentences(parse) if parse is not None else {}
+    reason = skipped.get(row["key_a"]) or skipped.get(row["key_b"]) or "its sentences have no parse"
+    hint = "; a build with a higher --max-words parses it" if "limit" in reason else ""
+    return PriorError(f"row {row['row']} of {dataset}/{split} was skipped at build ({reason}): it has no parse and "
+                      f"no {feature} to show{hint}")
 
 
 def _matrix(value: Any, rows: int, cols: int) -> np.ndarray:
@@ -120,6 +134,8 @@ def pair_view(store: Store, dataset: str, pair: str, feature: str, *, split: str
     entries = store.select(feature, request, dataset=dataset, split=split)
     df = store.frame(feature, dataset=dataset, split=split, entry=entries[0].key)
     df = df.filter(df["row"] == row["row"])
+    if df.is_empty():  # the frame leaves out the pairs whose build skipped a sentence
+        raise _skipped(store, dataset, split, row, feature, entries[0].parse)
     rec = df.row(0, named=True)
     words_a, words_b = list(rec["words_a"] or []), list(rec["words_b"] or [])
     registered = VIEWS.get(feature)

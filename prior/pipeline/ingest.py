@@ -221,6 +221,8 @@ def held_split(store: Store, options: BuildOptions, source: Source, sentences: s
     read = max((n for n in limits if isinstance(n, int)), default=0)
     if None not in limits and (options.limit is None or options.limit > read):
         return None
+    # what is committed, unchecked: a split that lacks rows is read again here (its repair), where
+    # the checked read (`Store.split_rows`) would refuse it
     rows = store.pair_rows(name, source.split)
     widest = max(segs, key=lambda s: s.meta["limit"] if isinstance(s.meta.get("limit"), int) else math.inf)
     rows_read = widest.meta.get("rows_read")
@@ -261,4 +263,5 @@ def stored_rows(store: Store, dataset: str, data: SplitData, reader: dict[str, A
                         f"another name ({option('name', 'NAME')}), or replace the stored rows with {option('replace')}")
     if changed:
         return set()
+    # the rows committed, unchecked: a split that lacks some gets exactly those written again
     return set(store.pair_rows(dataset, data.split)["row"].to_list())

@@ -77,18 +77,22 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
     ``parse`` (an id prefix) picks the parse, else ``parser`` (a ``--parser`` value; default:
     the default parser's parse, never "the latest"; `prior.featurestore.selection.parse_of`);
     ``datasets`` restricts the corpus to the sentences of those datasets (default: every
-    sentence of that parse). The record names the parse, its parser and the sentence count.
+    sentence of that parse), each split read as every reader reads it (`Store.split_rows`: a
+    split that lacks rows is a `ShortSplitError` naming the build that restores them; pairs
+    the parse's build skipped are left out). The record names the parse, its parser and the
+    sentence count.
     """
     from prior.featurestore.selection import parse_of, recorded_parsers
+    from prior.featurestore.splits import read_splits
 
     t0 = time.perf_counter()
     parse_id = parse_of(store, parse=parse, parser=parser)
     keys = None
     if datasets:
         keys = set()
-        for dataset, split in store.datasets():
+        for dataset, split in read_splits(store):
             if dataset in datasets:
-                rows = store.pair_rows(dataset, split)
+                rows = store.split_rows(dataset, split, parse=parse_id).rows
                 keys.update(rows["key_a"].to_list())
                 keys.update(rows["key_b"].to_list())
         if not keys:

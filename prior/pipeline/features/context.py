@@ -53,12 +53,14 @@ class BuildContext:
     def split_keys(self, split: str) -> list[str]:
         """Unique sentence keys of a split of this dataset, in first-seen order, of the pairs
         whose two sentences are parsed (a pair with a sentence too long or impossible to parse
-        is skipped for every feature)."""
+        is skipped for every feature). A split this build did not read (one a feature's options
+        name, such as the split an IDF table is counted on) is read from the store as every
+        reader reads it (`Store.split_rows`): one that lacks rows is a `ShortSplitError`."""
         if split in self.split_pairs:
             rows = self.split_pairs[split]
             skip = self.unparsed
         else:
-            df = self.store.pair_rows(self.dataset, split)
+            df = self.store.split_rows(self.dataset, split, parse=self.parse).rows
             rows = list(zip(df["pair_key"], df["key_a"], df["key_b"]))
             parsed = self.store.parsed_keys(self.parse)
             skip = {k for _, a, b in rows for k in (a, b) if k not in parsed}

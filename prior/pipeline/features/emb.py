@@ -44,6 +44,7 @@ import numpy as np
 from prior.errors import NotFoundError, PriorError, ResourceError
 from prior.featurestore.keys import digest
 from prior.featurestore.recipe import FeatureRecipe, Recipe, render
+from prior.featurestore.splits import read_splits
 from prior.layouts.kinds import WordIds
 from prior.pipeline.features.base import FeatureBase
 from prior.pipeline.parsers.base import Parse
@@ -264,16 +265,19 @@ class EmbFeature(FeatureBase):
 
 def oov_rates(store: Any, dataset: str, *, entry: Any | None = None,
               splits: Sequence[str] | None = None) -> list[OovStats]:
-    """OOV statistics of a dataset's splits from the stored word ids (entry: latest `emb`)."""
+    """OOV statistics of a dataset's splits from the stored word ids (entry: the default
+    `emb`), each split read as every reader reads it (`Store.split_rows` with the entry's
+    parse: a split that lacks rows is a `ShortSplitError`; skipped pairs are left out)."""
     entry = entry or store.find_entry("emb")
     data = store.load_feature(entry)
-    present = [s for d, s in store.datasets() if d == dataset]
+    held = read_splits(store)
+    present = [s for d, s in held if d == dataset]
     if not present:
-        known = ", ".join(sorted({d for d, _ in store.datasets()})) or "none"
+        known = ", ".join(sorted({d for d, _ in held})) or "none"
         raise NotFoundError(f"{store.location} has no dataset {dataset!r} (present: {known})")
     out = []
     for split in splits or present:
-        rows = store.pair_rows(dataset, split)
+        rows = store.split_rows(dataset, split, parse=entry.parse).rows
         keys = list(dict.fromkeys(k for pair in zip(rows["key_a"].to_list(), rows["key_b"].to_list())
                                   for k in pair))
         keys = [k for k in keys if k in data.index]
