@@ -287,3 +287,40 @@ def test_issue34_gc_drop_damaged_prints_a_build_line_for_every_kind_it_drops(who
     for line in lines:
         _rebuild(line, location)
     assert open_store(location, create=False).frame("dep", dataset="rte", split="dev").equals(before)
+
+
+def test_a_lost_replacing_build_names_its_own_file_and_the_replace(tmp_path, monkeypatch):
+    """The latest pairs record came from a build that replaced the split's rows with another
+    file's: without it the split would read the older file's rows. The line names the newer
+    file (from the later records) and says the build must replace the rows again."""
+    monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
+    location = tmp_path / "store"
+    files = {}
+    for name, rows in (("old", [("A man plays.", "A person plays.", 1), ("The cat sat.", "A dog ran.", 0)]),
+                       ("new", [("Two women talk.", "Two people speak.", 1), ("It rains.", "It is sunny.", 0)])):
+        files[name] = tmp_path / f"{name}.csv"
+        files[name].write_text("sentence1,sentence2,label\n" + "".join(f"{a},{b},{y}\n" for a, b, y in rows))
+    common = ["--name", "mine", "--features", "sdoi", "--parser", "spacy", "--workers", 0, "--store", location]
+    ok("build", "--dataset", files["old"], *common)
+    ok("build", "--dataset", files["new"], "--replace", *common)
+    texts = open_store(location, create=False).frame("sdoi", dataset="mine", split="all")["text_a"].to_list()
+    assert texts == ["Two women talk.", "It rains."]
+    _records(location, "pairs")[-1].unlink()
+    report = verify_store(open_store(location, create=False))
+    assert not report.ok and len(report.incomplete) == 1, report.damaged
+    line = report.incomplete[0]
+    assert f"restore them with: prior build --dataset {files['new']} --name mine --split all" in line, line
+    assert line.endswith(" with --replace (the rows that are gone were read from another file, sha256 "
+                         f"{_sha256(files['new'])[:12]}, than those the split holds now)"), line
+    with pytest.raises(ShortSplitError, match="with --replace"):
+        open_store(location, create=False).frame("sdoi", dataset="mine", split="all")
+    rebuild = _restore_line(line).split(" with --replace ")[0]
+    ok(*shlex.split(rebuild)[1:], "--replace", "--workers", 0)
+    store = open_store(location, create=False)
+    assert verify_store(store).ok and store.frame("sdoi", dataset="mine", split="all")["text_a"].to_list() == texts
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
