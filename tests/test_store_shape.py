@@ -158,6 +158,9 @@ def test_a_split_whose_only_pairs_record_is_gone_is_found_after_compaction(stepp
     assert not report.ok and len(report.incomplete) == 1, report.damaged
     assert "sick/train holds 0 of the 50 rows" in report.incomplete[0], report.incomplete
     _reads_fail(open_store(location, create=False), "holds 0 of the 50 rows", tmp_path)
+    from prior.trainers.dataset_ref import StoredDataset  # a run finds the split, and its read fails
+
+    assert StoredDataset.resolve(open_store(location, create=False), "sick").splits == ("train",)
     _rebuild(_restore_line(report.incomplete[0]), location)
     assert open_store(location, create=False).frame("sdoi", dataset="sick", split="train").equals(before)
 

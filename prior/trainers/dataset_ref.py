@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from prior.errors import NotFoundError, PriorError
 from prior.featurestore import Store
 from prior.featurestore.recipe import Recipe, read_recorded, render
+from prior.featurestore.splits import read_splits
 from prior.hints import option
 
 #: a dataset's dev split, by the names the readers give it (SICK calls it "trial")
@@ -35,8 +36,11 @@ class StoredDataset:
     @classmethod
     def resolve(cls, store: Store, name: str | None, split: str = "train") -> StoredDataset:
         """``name`` as the store holds it, which must have ``split``; else a one-line error
-        listing the datasets that have one (also when ``name`` is None)."""
-        present = store.datasets()
+        listing the datasets that have one (also when ``name`` is None). A split whose pairs
+        records are all gone while later records name it counts as present (`read_splits`):
+        reading it is then the error that names its build, and no run quietly goes without it
+        (a dev split, the split it is scored on)."""
+        present = read_splits(store)
         if name is None or (name, split) not in present:
             raise _no_split(store, name, split, present)
         segs = [s for s in store.segments("pairs") if s.target["dataset"] == name]
