@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -45,7 +46,12 @@ def prior(*args: object, threads: int) -> tuple[list[str], str]:
     cmd = ["prior", *map(str, args)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "TOKENIZERS_PARALLELISM": "false", "PRIOR_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    # the `prior` on PATH where one is installed, else this interpreter's `-m prior.cli.main`
+    # (the same program; the record keeps the command as a user types it)
+    exe = [shutil.which("prior") or ""] if shutil.which("prior") else [sys.executable, "-m", "prior.cli.main"]
+    if len(exe) > 1:  # this checkout's prior, as run from the repository root
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (str(REPO), os.environ.get("PYTHONPATH", "")) if x)
+    done = subprocess.run([*exe, *cmd[1:]], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"`{shlex.join(cmd)}` failed:\n{done.stderr}")
     return cmd, done.stdout
@@ -68,23 +74,50 @@ def append(out: Path, record: dict[str, Any]) -> None:
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
+def _grid_recorded(out: Path) -> set[tuple[str, float | None, float | None, int]]:
+    if not out.exists():
+        return set()
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return {(r["model"], r.get("lr"), r.get("prior_lr"), r["seed"]) for r in rows if r.get("kind") == "grid"}
+
+
+def grid_one(args: argparse.Namespace, model: str, lr: str | None, prior_lr: str | None) -> dict[str, Any]:
+    """One grid cell: ``MODEL-mini`` trained at ``lr`` (the backbone's peak lr; None: -mini's)
+    and ``prior_lr`` (the method's own parameters; None: the model's -mini default), scored on
+    the dev split only (no eval split is read)."""
+    tag = "-".join(x for x in (f"lr{lr}" if lr else "", f"plr{prior_lr}" if prior_lr else "") if x)
+    run = Path(args.runs) / f"grid-{args.dataset}-{model}-mini-{tag}-s{args.seed}"
+    schedule = [*(["--epochs", args.epochs] if args.epochs else []),
+                *(["--patience", args.patience] if args.patience else [])]
+    t0 = time.perf_counter()
+    cmd, stdout = prior("train", f"{model}-mini", "--dataset", args.dataset, "--store", args.store,
+                        "--output", run, *(["--lr", lr] if lr else []),
+                        *(["--prior-lr", prior_lr] if prior_lr else []), *schedule,
+                        *shlex.split(args.train_args), "--seed", args.seed, "--threads", args.threads,
+                        "--no-progress", threads=args.threads)
+    summary = json.loads(stdout.strip().splitlines()[0])
+    settings = json.loads((run / "best" / "prior.json").read_text())["settings"]
+    return {"kind": "grid", "model": f"{model}-mini", "dataset": args.dataset,
+            "lr": float(lr) if lr else None, "prior_lr": float(prior_lr) if prior_lr else None,
+            "seed": args.seed, "epochs_max": settings["epochs"], "patience": settings["patience"],
+            "best_dev": summary["best_dev"], "key_metric": summary["key_metric"],
+            "epochs_run": summary["epochs"], "per_epoch": epochs_of(run), "settings": settings,
+            "command": shlex.join(cmd), "seconds": round(time.perf_counter() - t0, 1)}
+
+
 def cmd_grid(args: argparse.Namespace) -> None:
-    """bert-mini at each learning rate for up to ``--epochs`` epochs with early stopping on
-    the dev metric: the -mini schedule is the setting with the best dev score."""
-    for lr in args.lrs.split(","):
-        run = Path(args.runs) / f"grid-{args.dataset}-bert-mini-lr{lr}-s{args.seed}"
-        t0 = time.perf_counter()
-        cmd, stdout = prior("train", "bert-mini", "--dataset", args.dataset, "--store", args.store,
-                            "--output", run, "--lr", lr, "--epochs", args.epochs, "--patience", args.patience,
-                            "--seed", args.seed, "--threads", args.threads, "--no-progress",
-                            threads=args.threads)
-        summary = json.loads(stdout.strip().splitlines()[0])
-        append(Path(args.out), {"kind": "grid", "model": "bert-mini", "dataset": args.dataset,
-                                "lr": float(lr), "seed": args.seed, "epochs_max": args.epochs,
-                                "patience": args.patience, "best_dev": summary["best_dev"],
-                                "key_metric": summary["key_metric"], "epochs_run": summary["epochs"],
-                                "per_epoch": epochs_of(run), "command": shlex.join(cmd),
-                                "seconds": round(time.perf_counter() - t0, 1)})
+    """Every model of ``--models`` at each ``--lrs`` x ``--prior-lrs`` setting, with early
+    stopping on the dev metric, scored on dev alone: the chosen setting is the one with the best
+    dev score. A cell already in ``--out`` is skipped, so an interrupted grid resumes."""
+    out = Path(args.out)
+    done = _grid_recorded(out)
+    lrs = args.lrs.split(",") if args.lrs else [None]
+    prior_lrs = args.prior_lrs.split(",") if args.prior_lrs else [None]
+    jobs = [(model, lr, plr) for plr in prior_lrs for lr in lrs for model in args.models.split(";")
+            if (f"{model}-mini", float(lr) if lr else None, float(plr) if plr else None, args.seed) not in done]
+    with ThreadPoolExecutor(args.parallel) as pool:
+        for record in pool.map(lambda job: grid_one(args, *job), jobs):
+            append(out, record)
 
 
 def _model_spec(spec: str) -> tuple[str, list[str], str]:
@@ -289,10 +322,15 @@ def main() -> None:
     g = sub.add_parser("grid")
     g.add_argument("--store", required=True)
     g.add_argument("--dataset", default="sick")
-    g.add_argument("--lrs", default="2e-5,5e-5,1e-4")
-    g.add_argument("--epochs", type=int, default=10)
-    g.add_argument("--patience", type=int, default=3)
+    g.add_argument("--models", default="bert", help="';'-separated models, each trained as MODEL-mini")
+    g.add_argument("--lrs", default="", help="','-separated peak lrs (default: -mini's only)")
+    g.add_argument("--prior-lrs", default="", help="','-separated lrs of the method's own parameters "
+                   "(default: the model's -mini default only)")
+    g.add_argument("--epochs", type=int, default=None, help="default: -mini's")
+    g.add_argument("--patience", type=int, default=None, help="default: -mini's")
+    g.add_argument("--train-args", default="", help="more `prior train` arguments for every cell")
     g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--parallel", type=int, default=1, help="cells at once")
     g.add_argument("--threads", type=int, default=1)
     g.add_argument("--runs", default="runs/compare")
     g.add_argument("--out", required=True)

@@ -161,6 +161,7 @@ def cmd_one(args: argparse.Namespace) -> None:
     import torch
 
     from prior.featurestore import open_store
+    from prior.trainers.data import dataset_kind
     from prior.trainers.loop import TrainConfig, evaluate, load_checkpoint, load_split, runtime
     from prior.trainers.registry import task_for
 
@@ -170,12 +171,14 @@ def cmd_one(args: argparse.Namespace) -> None:
         overrides["prior_lr"] = args.prior_lr
     if args.lr is not None:
         overrides["lr"] = args.lr
+    if args.batch_size is not None:
+        overrides["batch_size"] = args.batch_size
     run = Path(args.runs) / f"oracle-{args.dataset}-{label.replace('[', '-').replace(']', '').replace('=', '')}" \
         f"{'-plr' + str(args.prior_lr) if args.prior_lr else ''}{'-lr' + str(args.lr) if args.lr else ''}-s{args.seed}"
     cfg = TrainConfig(model=f"{model}-mini", dataset=args.dataset, output=run, store=args.store, seed=args.seed,
                       sample=args.sample, sample_seed=args.sample_seed, eval_splits=(args.eval_split,),
                       model_options={k: _value(v) for k, v in options.items()}, overrides=overrides,
-                      threads=args.threads, progress=False)
+                      backbone=args.backbone, limit=args.limit, threads=args.threads, progress=False)
     t0 = time.perf_counter()
     summary = train_with_oracle(cfg, model)
     record: dict[str, Any] = {
@@ -192,9 +195,10 @@ def cmd_one(args: argparse.Namespace) -> None:
     best, tokenizer, meta = load_checkpoint(run / "best")
     st = open_store(args.store, create=False)
     data = load_split(st, args.dataset, args.eval_split, tokenizer, max_length=meta["settings"]["max_length"],
-                      feature=meta["feature"], dep_view=meta.get("dep_view") or "dep")
+                      feature=meta["feature"], dep_view=meta.get("dep_view") or "dep", limit=args.limit)
     rt = runtime()
-    metrics = task_for(args.dataset).metrics
+    # the task as the run was scored: the split's stored label kind and names, the papers' metrics
+    metrics = task_for(data.label_kind, data.label_names, dataset_kind(st, args.dataset)).metrics
     if data.source is not None:
         oracle = with_oracle(data, model, tuple(summary["oracle_levels"]) or None)
         neutral = oracle.with_features("neutral")
@@ -313,17 +317,24 @@ def cmd_runs(args: argparse.Namespace) -> None:
                 cmd += ["--prior-lr", str(args.prior_lr)]
             if args.lr:
                 cmd += ["--lr", str(args.lr)]
+            for flag, value in (("--backbone", args.backbone), ("--limit", args.limit),
+                                ("--batch-size", args.batch_size)):
+                if value is not None:
+                    cmd += [flag, str(value)]
             jobs.append(cmd)
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false", "PRIOR_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
 
-    def go(cmd: list[str]) -> None:
+    def go(cmd: list[str]) -> bool:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"`{shlex.join(cmd)}` failed:\n{done.stderr[-3000:]}", file=sys.stderr, flush=True)
+        return done.returncode == 0
 
     with ThreadPoolExecutor(args.parallel) as pool:
-        list(pool.map(go, jobs))
+        ok = list(pool.map(go, jobs))
+    if not all(ok):  # a run that wrote no record is a failure of the whole command, not a note
+        sys.exit(f"{ok.count(False)} of {len(ok)} oracle runs failed (above); their records are missing")
 
 
 def report_table(records: list[dict[str, Any]], baseline: dict[int, float]) -> str:
@@ -372,6 +383,9 @@ def main() -> None:
         s.add_argument("--sample", type=float, default=0.1)
         s.add_argument("--sample-seed", type=int, default=0)
         s.add_argument("--eval-split", default="test")
+        s.add_argument("--backbone", default=None, help="a BERT checkpoint folder instead of MiniLM (tests)")
+        s.add_argument("--limit", type=int, default=None, help="first N pairs of each split (tests)")
+        s.add_argument("--batch-size", type=int, default=None)
         if name == "one":
             s.add_argument("--model", required=True, help="e.g. dafa, sgnet:pool=mean")
             s.add_argument("--seed", type=int, default=1)
