@@ -355,15 +355,20 @@ def report_table(records: list[dict[str, Any]], baseline: dict[int, float]) -> s
     return "\n".join(lines)
 
 
+def baseline_scores(path: str | None, variant: str) -> dict[int, float]:
+    """bert-mini's sample-regime test accuracy per seed, from the runs of ``variant`` in ``path``."""
+    baseline: dict[int, float] = {}
+    if path and Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if r.get("kind") == "run" and r["regime"] == "sample" and r["variant"] == variant:
+                baseline[r["seed"]] = r["test_accuracy"]
+    return baseline
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     records = [json.loads(line) for line in Path(args.results).read_text().splitlines() if line.strip()]
-    baseline: dict[int, float] = {}
-    if args.baseline and Path(args.baseline).exists():
-        for line in Path(args.baseline).read_text().splitlines():
-            r = json.loads(line) if line.strip() else {}
-            if r.get("kind") == "run" and r["regime"] == "sample" and r["variant"] == args.baseline_variant:
-                baseline[r["seed"]] = r["test_accuracy"]
-    print(report_table(records, baseline))
+    print(report_table(records, baseline_scores(args.baseline, args.baseline_variant)))
 
 
 def main() -> None:
