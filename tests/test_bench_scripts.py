@@ -111,6 +111,26 @@ def test_oracle_one_and_report_end_to_end(tiny: tuple[Path, Path], tmp_path: Pat
     (record,) = _records(out)
     assert record["kind"] == "oracle" and record["oracle_levels"] == list(oracle.SIM_LEVELS)
     assert 0 <= record["test_accuracy"] <= 1 and 0 <= record["test_accuracy_neutral"] <= 1
+    # the forced-class check: one row per class the oracle says, each counting every test pair
+    assert record["classes"] == ["0", "1"] and [sum(row) for row in record["forced"]] == [4, 4]
     capsys.readouterr()
     _main(oracle, monkeypatch, "report", out, "--baseline", tmp_path / "none.jsonl")
     assert "| bert-sim-mini | 1 |" in capsys.readouterr().out
+    forced = compare.report(compare._report_parser().parse_args([str(out), "--table", "forced"]))[0][1]
+    assert forced.splitlines()[2].startswith("| bert-sim-mini | 0, 0.5, 1 | 0 | ")
+
+
+def test_saturation_curve_and_the_levels_chosen_from_it(tiny: tuple[Path, Path], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store, backbone = tiny
+    out = tmp_path / "sat.jsonl"
+    _main(oracle, monkeypatch, "saturation", "--store", store, "--dataset", "toy", "--pairs", "4", "--fresh",
+          "--levels", "1,2,10", "--backbone", backbone, "--out", out)
+    rows = _records(out)
+    assert [r["level"] for r in rows] == [1.0, 2.0, 10.0] and rows[0]["attention_tv"] == 0.0
+    assert rows[0]["cls_change"] == 0.0 and sum(rows[0]["predicted"]) == 4
+    assert rows[2]["attention_tv"] >= rows[1]["attention_tv"] > 0  # G scales cross-sentence logits
+    table = compare.report(compare._report_parser().parse_args([str(out)]))[0][1]
+    assert table.splitlines()[2].startswith("| dafa (initialised) | 1 | 0.000 |")
+    curve = [{"level": v, "attention_tv": r} for v, r in ((1, 0.0), (2, 0.3), (4, 0.6), (10, 0.8), (100, 0.9))]
+    assert oracle.chosen_levels(curve) == (1.0, 2.0, 4.0)
