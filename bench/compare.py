@@ -70,9 +70,16 @@ def epochs_of(run: Path) -> list[dict[str, Any]]:
 
 
 def append(out: Path, record: dict[str, Any]) -> None:
+    """One JSON line at the end of ``out``, under an exclusive lock: several comparisons may
+    write to one file at once (bench/queue.py runs two), and a long line is more than one write."""
+    import fcntl
+
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
         fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_UN)
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
@@ -485,6 +492,15 @@ def regenerate(text: str, root: Path = REPO) -> str:
     return "\n".join(out)
 
 
+def cmd_choice(args: argparse.Namespace) -> None:
+    """Print the setting the grid chose for one model (`choose`), e.g. for `--prior-lr $(…)`;
+    fail while the grid has fewer than ``--cells`` cells of that model."""
+    cells = [r for r in read_records(args.results) if r.get("kind") == "grid" and r["model"] == f"{args.model}-mini"]
+    if len(cells) < args.cells:
+        sys.exit(f"the grid has {len(cells)} of {args.cells} cells of {args.model}-mini")
+    print(f"{choose(cells)[args.setting]:g}")
+
+
 def cmd_docs(args: argparse.Namespace) -> None:
     """Regenerate the marked tables of markdown files; with ``--check`` only say which differ."""
     stale = []
@@ -539,8 +555,13 @@ def main() -> None:
     d = sub.add_parser("docs", help="regenerate the tables under `<!-- report: ARGS -->` lines")
     d.add_argument("files", nargs="+")
     d.add_argument("--check", action="store_true", help="change nothing; fail if a table differs")
+    c = sub.add_parser("choice", help="the setting a grid chose for one model")
+    c.add_argument("results")
+    c.add_argument("--model", required=True, help="e.g. dafa (the grid trained dafa-mini)")
+    c.add_argument("--setting", default="prior_lr", choices=("lr", "prior_lr"))
+    c.add_argument("--cells", type=int, default=1, help="fail while the grid has fewer cells of the model")
     args = p.parse_args()
-    {"grid": cmd_grid, "runs": cmd_runs, "report": cmd_report, "docs": cmd_docs}[args.cmd](args)
+    {"grid": cmd_grid, "runs": cmd_runs, "report": cmd_report, "docs": cmd_docs, "choice": cmd_choice}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -216,10 +216,19 @@ def cmd_one(args: argparse.Namespace) -> None:
     record["settings"] = meta["settings"]
     record["seconds"] = round(time.perf_counter() - t0, 1)
     del torch
-    out = Path(args.out)
+    _append(Path(args.out), record)
+
+
+def _append(out: Path, record: dict[str, Any]) -> None:
+    """One JSON line at the end of ``out`` under an exclusive lock (runs at once share a file)."""
+    import fcntl
+
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
         fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_UN)
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
@@ -365,10 +374,10 @@ def cmd_saturation(args: argparse.Namespace) -> None:
                 "command": command}
             first = x if first is None else first
             previous = x
-            print(json.dumps(row), flush=True)
             if out is not None:
-                with out.open("a") as fh:
-                    fh.write(json.dumps(row, sort_keys=True) + "\n")
+                _append(out, row)
+            else:
+                print(json.dumps(row), flush=True)
         for hook in hooks:
             hook.remove()
 
