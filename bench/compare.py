@@ -71,7 +71,7 @@ def epochs_of(run: Path) -> list[dict[str, Any]]:
 
 def append(out: Path, record: dict[str, Any]) -> None:
     """One JSON line at the end of ``out``, under an exclusive lock: several comparisons may
-    write to one file at once (bench/queue.py runs two), and a long line is more than one write."""
+    write to one file at once (bench/run_queue.py runs two), and a long line is more than one write."""
     import fcntl
 
     out.parent.mkdir(parents=True, exist_ok=True)

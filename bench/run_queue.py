@@ -1,6 +1,6 @@
 """A resumable queue of long benchmark commands (training runs), a few at a time.
 
-    python bench/queue.py runs/queue/jobs.txt --workers 2
+    python bench/run_queue.py runs/queue/jobs.txt --workers 2
 
 The jobs file holds one bash command a line, run in order from the repository root, each
 under ``nice -n 19`` with its output in ``<jobs>.logs/<line>.log``. A line may start with
