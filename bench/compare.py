@@ -393,6 +393,51 @@ def report_figure(records: list[dict[str, Any]], path: Path, metric: str = "accu
     fig.savefig(path, dpi=120)
 
 
+def paired_figure(panels: list[tuple[str, list[dict[str, Any]], str]], path: Path, regime: str = "full") -> None:
+    """One panel per (title, records, metric): each model's paired difference to ``bert`` at the
+    same seed (a dot per seed, the mean with a ±sd bar), 0 a line: the same scale for every model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    for ax, (title, records, metric) in zip(axes[0], panels):
+        runs = [r for r in records if r.get("kind") == "run" and r["regime"] == regime]
+        bert = {(r["variant"], r["seed"]): r[f"test_{metric}"] for r in runs if r["variant"].split(" ")[0] == "bert"}
+        variants = [v for v in dict.fromkeys(r["variant"] for r in runs) if v.split(" ")[0] != "bert"]
+        for x, variant in enumerate(variants):
+            base = _paired_bert(variant, bert)
+            ys = [100 * (r[f"test_{metric}"] - base[r["seed"]]) for r in runs
+                  if r["variant"] == variant and r["seed"] in base]
+            if not ys:
+                continue
+            mean = sum(ys) / len(ys)
+            sd = (sum((y - mean) ** 2 for y in ys) / (len(ys) - 1)) ** 0.5 if len(ys) > 1 else 0.0
+            ax.scatter([x] * len(ys), ys, s=14, color="0.55", zorder=2)
+            ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C0", capsize=4, zorder=3)
+        ax.axhline(0, color="C3", lw=0.8, ls="--", zorder=1)
+        ax.set_xticks(range(len(variants)), [_mini(v) for v in variants], rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(variants) - 0.4)
+        ax.set_ylabel(f"test {metric}: model − bert-mini (points)")
+        seeds = len({r["seed"] for r in runs})
+        ax.set_title(f"{title} ({seeds} seed{'s' if seeds != 1 else ''}, paired)")
+        ax.grid(axis="y", lw=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def cmd_figure(args: argparse.Namespace) -> None:
+    """``FILE:METRIC`` panels, e.g. docs/results/mrpc.jsonl:f1 docs/results/rte.jsonl:accuracy."""
+    panels = []
+    for spec in args.panels:
+        name, _, metric = spec.rpartition(":")
+        records = read_records(name)
+        dataset = next((r["dataset"] for r in records if r.get("kind") == "run"), Path(name).stem)
+        panels.append((f"{dataset.upper()} {metric}", records, metric))
+    paired_figure(panels, Path(args.out), args.regime)
+
+
 def _bench(name: str) -> Any:
     """Another script of bench/ as a module (they are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", Path(__file__).with_name(f"{name}.py"))
@@ -555,13 +600,18 @@ def main() -> None:
     d = sub.add_parser("docs", help="regenerate the tables under `<!-- report: ARGS -->` lines")
     d.add_argument("files", nargs="+")
     d.add_argument("--check", action="store_true", help="change nothing; fail if a table differs")
+    f = sub.add_parser("figure", help="paired differences to bert-mini, one panel per FILE:METRIC")
+    f.add_argument("panels", nargs="+")
+    f.add_argument("--out", required=True)
+    f.add_argument("--regime", default="full")
     c = sub.add_parser("choice", help="the setting a grid chose for one model")
     c.add_argument("results")
     c.add_argument("--model", required=True, help="e.g. dafa (the grid trained dafa-mini)")
     c.add_argument("--setting", default="prior_lr", choices=("lr", "prior_lr"))
     c.add_argument("--cells", type=int, default=1, help="fail while the grid has fewer cells of the model")
     args = p.parse_args()
-    {"grid": cmd_grid, "runs": cmd_runs, "report": cmd_report, "docs": cmd_docs, "choice": cmd_choice}[args.cmd](args)
+    {"grid": cmd_grid, "runs": cmd_runs, "report": cmd_report, "docs": cmd_docs, "choice": cmd_choice,
+     "figure": cmd_figure}[args.cmd](args)
 
 
 if __name__ == "__main__":

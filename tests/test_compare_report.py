@@ -112,3 +112,11 @@ def test_the_grid_chooses_the_best_dev_and_breaks_ties_by_the_steadier_cell() ->
     rows = compare.grid_table(cells).splitlines()
     assert rows[0] == "| model | prior_lr | dev per epoch | best dev | epochs | chosen |"
     assert rows[3] == "| dafa-mini | 0.0001 | 84.0, 85.0, 86.0 | 86.0 | 3 | **chosen** |"
+
+
+def test_the_paired_figure_has_a_panel_per_dataset(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    records = [_run("bert", 1, 0.80), _run("bert", 2, 0.84), _run("dafa", 1, 0.81), _run("dafa", 2, 0.83)]
+    compare.paired_figure([("MRPC f1", records, "accuracy"), ("RTE accuracy", records, "accuracy")],
+                          tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
