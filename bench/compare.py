@@ -159,13 +159,16 @@ def run_one(args: argparse.Namespace, spec: str, seed: int) -> dict[str, Any]:
                         "--output", run, "--seed", seed, *sample, *options, *extra, "--eval-split", args.eval_split,
                         "--threads", args.threads, "--no-progress", threads=args.threads)
     summary = json.loads(stdout.strip().splitlines()[0])
+    meta = json.loads((run / "best" / "prior.json").read_text())
     scores = summary[args.eval_split]
     record: dict[str, Any] = {
         "kind": "run", "model": f"{model}-mini", "variant": label, "options": options[1::2], "train_args": extra,
         "dataset": args.dataset, "regime": args.regime, "seed": seed, "eval_split": args.eval_split,
         "sample": float(args.sample) if sample else None, "sample_seed": args.sample_seed if sample else None,
         "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
-        "settings": json.loads((run / "best" / "prior.json").read_text())["settings"],
+        # which pairs chose the checkpoint (a dev split, or the pairs held out of train) and how many
+        **{k: meta.get(k) for k in ("dev", "dev_pairs", "train_pairs")},
+        "settings": meta["settings"],
         "per_epoch": epochs_of(run), "command": shlex.join(cmd), "train_seconds": round(time.perf_counter() - t0, 1),
         **{f"test_{k}": v for k, v in scores.items()},
     }

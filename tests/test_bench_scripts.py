@@ -78,6 +78,7 @@ def test_compare_runs_grid_and_report_end_to_end(tiny: tuple[Path, Path], tmp_pa
     assert (bert["variant"], sim["variant"]) == (f"bert {tiny_args}", f"bert-sim {tiny_args}")
     assert 0 <= sim["test_accuracy"] <= 1 and set(sim["sensitivity"]) == {"neutral", "shuffled"}
     assert "sensitivity" not in bert  # bert reads no feature
+    assert bert["dev"].endswith("held out of train (seed 0)") and bert["dev_pairs"] == 1  # toy has no dev split
     assert sim["command"].startswith("prior train bert-sim-mini --dataset toy")
     # resumable: the same command again trains nothing
     n = len(calls)
