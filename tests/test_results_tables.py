@@ -19,8 +19,8 @@ assert _spec and _spec.loader
 compare: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
-#: tables that list files or words, not results
-NOT_RESULTS = ("| file | what |",)
+#: tables that list files or how splits are used, not results
+NOT_RESULTS = ("| file | what |", "| dataset | trained on |")
 
 
 def _tables(text: str) -> list[tuple[str | None, list[str]]]:
