@@ -510,7 +510,8 @@ def cmd_runs(args: argparse.Namespace) -> None:
                 continue
             cmd = [sys.executable, str(Path(__file__).resolve()), "one", "--model", spec, "--seed", seed,
                    "--store", args.store, "--dataset", args.dataset, "--runs", args.runs, "--out", args.out,
-                   "--threads", str(args.threads), "--epochs", str(args.epochs), "--patience", str(args.patience)]
+                   "--threads", str(args.threads), "--epochs", str(args.epochs), "--patience", str(args.patience),
+                   "--sample", str(args.sample), "--sample-seed", str(args.sample_seed), "--eval-split", args.eval_split]
             if args.prior_lr:
                 cmd += ["--prior-lr", str(args.prior_lr)]
             if args.lr:

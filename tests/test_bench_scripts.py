@@ -210,3 +210,21 @@ def test_saturation_curve_and_the_levels_chosen_from_it(tiny: tuple[Path, Path],
     assert table.splitlines()[2].startswith("| dafa (initialised) | 1 | 0.000 |")
     curve = [{"level": v, "attention_tv": r} for v, r in ((1, 0.0), (2, 0.3), (4, 0.6), (10, 0.8), (100, 0.9))]
     assert oracle.chosen_levels(curve) == (1.0, 2.0, 4.0)
+
+
+def test_oracle_runs_passes_its_options_on_and_fails_when_a_run_fails(tiny: tuple[Path, Path], tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs` hands every option to its `one` runs (the levels, the pairs, the batch, the sample) and
+    exits non-zero when one of them writes no record."""
+    store, backbone = tiny
+    out = tmp_path / "oracle.jsonl"
+    with pytest.raises(SystemExit) as failed:
+        _main(oracle, monkeypatch, "runs", "--models", "dafa;nosuch", "--seeds", "1", "--store", store,
+              "--dataset", "toy", "--runs", tmp_path / "runs", "--out", out, "--epochs", "1", "--parallel", "1",
+              "--sample", "1", "--limit", "3", "--batch-size", "2", "--levels", "1,2,3", "--backbone", backbone)
+    assert "1 of 2 oracle runs failed" in str(failed.value.code)
+    (record,) = _records(out)
+    assert record["variant"] == "dafa --levels 1,2,3" and record["oracle_levels"] == [1.0, 2.0, 3.0]
+    assert record["sample"] == 1 and record["settings"]["batch_size"] == 2
+    assert [sum(row) for row in record["forced"]] == [3, 3]  # the first 3 test pairs, each class forced
+
