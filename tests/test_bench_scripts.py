@@ -228,3 +228,31 @@ def test_oracle_runs_passes_its_options_on_and_fails_when_a_run_fails(tiny: tupl
     assert record["sample"] == 1 and record["settings"]["batch_size"] == 2
     assert [sum(row) for row in record["forced"]] == [3, 3]  # the first 3 test pairs, each class forced
 
+
+
+def test_dafa_fusion_reads_a_trained_checkpoint(tiny: tuple[Path, Path], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/dafa_fusion.py, both modes, on a dafa checkpoint of the tiny store (the tiny backbone
+    standing in for MiniLM)."""
+    from prior.cli.main import app
+    from prior.trainers import backbones
+
+    store, backbone = tiny
+    run = tmp_path / "dafa"
+    trained = CliRunner().invoke(app, ["train", "dafa-mini", "--dataset", "toy", "--store", str(store), "--output",
+                                       str(run), "--backbone", str(backbone), "--epochs", "1", "--batch-size", "2",
+                                       "--threads", "1", "--no-progress"])
+    assert trained.exit_code == 0, trained.output
+    monkeypatch.setattr(backbones, "mini_path", lambda: str(backbone))
+    fusion = load("dafa_fusion")
+    capsys.readouterr()
+    _main(fusion, monkeypatch, "--feature", "--store", store, "--dataset", "toy", "--pairs", "3",
+          "--checkpoint", run / "best")
+    (gates,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert gates["pairs"] == 3 and gates["grid"] == "stored M_F" and 0 < gates["f_mean"] < 1
+    assert gates["command"].startswith("python bench/dafa_fusion.py --feature --store ")
+    _main(fusion, monkeypatch, "--store", store, "--dataset", "toy", "--pairs", "3", "--checkpoint", run / "best")
+    rows = {r["model"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(rows) == {"dafa (initialised)", str(run / "best")}
+    assert all(0 < r["g_mean"] < 1 and -1 <= r["cls_cos"] <= 1 for r in rows.values())
