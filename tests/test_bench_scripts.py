@@ -57,6 +57,20 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "store", tiny_backbone(root / "backbone")
 
 
+@pytest.fixture(scope="module")
+def tiny_dafa(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dafa checkpoint of the tiny store (one epoch on the tiny backbone): its best/."""
+    from prior.cli.main import app
+
+    store, backbone = tiny
+    run = tmp_path_factory.mktemp("dafa") / "run"
+    trained = CliRunner().invoke(app, ["train", "dafa-mini", "--dataset", "toy", "--store", str(store), "--output",
+                                       str(run), "--backbone", str(backbone), "--epochs", "1", "--batch-size", "2",
+                                       "--threads", "1", "--no-progress"])
+    assert trained.exit_code == 0, trained.output
+    return run / "best"
+
+
 def _in_process(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """compare.py's `prior` commands run in this process (the same CLI, without a subprocess's
     start-up); returns the list the commands are appended to."""
@@ -212,6 +226,18 @@ def test_saturation_curve_and_the_levels_chosen_from_it(tiny: tuple[Path, Path],
     assert oracle.chosen_levels(curve) == (1.0, 2.0, 4.0)
 
 
+def test_saturation_of_a_trained_checkpoint(tiny: tuple[Path, Path], tiny_dafa: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`saturation --checkpoint`: the curve of a trained dafa, one row per level, every pair predicted
+    (the pairs tokenized by ``--backbone``'s tokenizer, the checkpoint's here)."""
+    store, backbone = tiny
+    out = tmp_path / "sat.jsonl"
+    _main(oracle, monkeypatch, "saturation", "--store", store, "--dataset", "toy", "--pairs", "3",
+          "--levels", "1,5", "--checkpoint", tiny_dafa, "--backbone", backbone, "--out", out)
+    rows = _records(out)
+    assert [(r["model"], r["level"]) for r in rows] == [(str(tiny_dafa), 1.0), (str(tiny_dafa), 5.0)]
+    assert rows[0]["attention_tv"] == 0.0 < rows[1]["attention_tv"] and [sum(r["predicted"]) for r in rows] == [3, 3]
+
 def test_oracle_runs_passes_its_options_on_and_fails_when_a_run_fails(tiny: tuple[Path, Path], tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """`runs` hands every option to its `one` runs (the levels, the pairs, the batch, the sample) and
@@ -230,29 +256,23 @@ def test_oracle_runs_passes_its_options_on_and_fails_when_a_run_fails(tiny: tupl
 
 
 
-def test_dafa_fusion_reads_a_trained_checkpoint(tiny: tuple[Path, Path], tmp_path: Path,
+def test_dafa_fusion_reads_a_trained_checkpoint(tiny: tuple[Path, Path], tiny_dafa: Path,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """bench/dafa_fusion.py, both modes, on a dafa checkpoint of the tiny store (the tiny backbone
     standing in for MiniLM)."""
-    from prior.cli.main import app
     from prior.trainers import backbones
 
     store, backbone = tiny
-    run = tmp_path / "dafa"
-    trained = CliRunner().invoke(app, ["train", "dafa-mini", "--dataset", "toy", "--store", str(store), "--output",
-                                       str(run), "--backbone", str(backbone), "--epochs", "1", "--batch-size", "2",
-                                       "--threads", "1", "--no-progress"])
-    assert trained.exit_code == 0, trained.output
     monkeypatch.setattr(backbones, "mini_path", lambda: str(backbone))
     fusion = load("dafa_fusion")
     capsys.readouterr()
     _main(fusion, monkeypatch, "--feature", "--store", store, "--dataset", "toy", "--pairs", "3",
-          "--checkpoint", run / "best")
+          "--checkpoint", tiny_dafa)
     (gates,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert gates["pairs"] == 3 and gates["grid"] == "stored M_F" and 0 < gates["f_mean"] < 1
     assert gates["command"].startswith("python bench/dafa_fusion.py --feature --store ")
-    _main(fusion, monkeypatch, "--store", store, "--dataset", "toy", "--pairs", "3", "--checkpoint", run / "best")
+    _main(fusion, monkeypatch, "--store", store, "--dataset", "toy", "--pairs", "3", "--checkpoint", tiny_dafa)
     rows = {r["model"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
-    assert set(rows) == {"dafa (initialised)", str(run / "best")}
+    assert set(rows) == {"dafa (initialised)", str(tiny_dafa)}
     assert all(0 < r["g_mean"] < 1 and -1 <= r["cls_cos"] <= 1 for r in rows.values())
