@@ -3,8 +3,9 @@
 Each feature model is trained with an *oracle* feature: a feature in the model's own storage
 layout and value range that determines the gold label, so a model whose pathway carries its
 feature to the prediction reaches ~100 % test accuracy, and one whose pathway does not stays
-where `bert` is. The oracle replaces the model's feature source when the split is loaded (a
-wrapper around `prior.trainers.data.load_split`); the store is only read, nothing is written to it.
+where `bert` is. The oracle replaces the model's feature source wherever the run reads pairs (a
+wrapper around the readers `prior.trainers.run_setup.open_run_data` opens: the training
+stream, dev and the scored splits); the store is only read, nothing is written to it.
 
 Oracles, per layout (class c = the pair's gold label id):
 
