@@ -77,6 +77,7 @@ def feature_gates(argv: list[str]) -> None:
     shows them (0.11–0.93 there), and the fusion term's norm ratio."""
     import argparse
     import json
+    import shlex
 
     import numpy as np
 
@@ -92,6 +93,8 @@ def feature_gates(argv: list[str]) -> None:
     p.add_argument("--pairs", type=int, default=256)
     p.add_argument("--checkpoint", action="append", default=[])
     args = p.parse_args(argv)
+    # each line carries the command that printed it, as run from the repository root
+    command = shlex.join(["python", "bench/dafa_fusion.py", "--feature", *argv])
     torch.set_num_threads(1)
     tok = backbones.load_tokenizer(backbones.mini_path())
     st = open_store(args.store, create=False)
@@ -112,7 +115,7 @@ def feature_gates(argv: list[str]) -> None:
         f, g = terms["f"][..., 0][real], terms["g"][..., 0][real]
         q = torch.tensor([0.05, 0.95])
         ratio = terms["added"].norm(dim=-1)[real] / terms["sem"].norm(dim=-1)[real]
-        print(json.dumps({"model": ckpt, "pairs": len(data), "grid": "stored M_F",
+        print(json.dumps({"model": ckpt, "pairs": len(data), "grid": "stored M_F", "command": command,
                           "fusion_norm_ratio": round(float(ratio.median()), 4),
                           "f_mean": round(float(f.mean()), 4), "g_mean": round(float(g.mean()), 4),
                           "f_range": [round(float(v), 4) for v in (f.min(), *torch.quantile(f, q), f.max())],

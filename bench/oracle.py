@@ -3,8 +3,9 @@
 Each feature model is trained with an *oracle* feature: a feature in the model's own storage
 layout and value range that determines the gold label, so a model whose pathway carries its
 feature to the prediction reaches ~100 % test accuracy, and one whose pathway does not stays
-where `bert` is. The oracle replaces the model's feature source when the split is loaded (a
-wrapper around `prior.trainers.data.load_split`); the store is only read, nothing is written to it.
+where `bert` is. The oracle replaces the model's feature source wherever the run reads pairs (a
+wrapper around the readers `prior.trainers.run_setup.open_run_data` opens: the training
+stream, dev and the scored splits); the store is only read, nothing is written to it.
 
 Oracles, per layout (class c = the pair's gold label id):
 
@@ -33,6 +34,7 @@ are in bench/dafa_fusion.py).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -131,22 +133,24 @@ class OracleReader:
         return with_oracle(self.reader.read(positions), self.model, self.levels)
 
 
-def train_with_oracle(cfg: Any, model: str) -> dict[str, Any]:
-    """`prior.trainers.loop.train(cfg)` with every split's feature replaced by its oracle. The dafa
-    levels come from the real training split (the same levels for every split)."""
+def train_with_oracle(cfg: Any, model: str, given: tuple[float, ...] | None = None) -> dict[str, Any]:
+    """`prior.trainers.loop.train(cfg)` with every split's feature replaced by its oracle. The
+    levels of a pair-matrix oracle are ``given``, else (dafa) from the real training split; the
+    same levels for every split."""
     import prior.trainers.loop as loop
     import prior.trainers.run_setup as setup
 
     real = setup.open_run_data
-    levels: dict[str, tuple[float, ...]] = {}
+    levels: dict[str, tuple[float, ...]] = {"grid": given} if given else {}
 
     def opened(*args: Any, **kw: Any) -> Any:
         data = real(*args, **kw)
-        source = data.train.read(np.arange(len(data.train.index))).source
-        if source is not None and hasattr(source, "matrices"):
-            levels["grid"] = grid_levels(model, source)
-        if source is None:
+        if data.train_index.plan is None:  # a model without a feature: as is
             return data
+        if "grid" not in levels:
+            source = data.train.read(np.arange(len(data.train.index))).source
+            if hasattr(source, "matrices"):
+                levels["grid"] = grid_levels(model, source)
         wrap = {id(r): OracleReader(r, model, levels.get("grid"))
                 for r in (data.train, data.dev.reader, *(e.reader for e in data.evals.values()))}
         return replace(data, train=wrap[id(data.train)], dev=replace(data.dev, reader=wrap[id(data.dev.reader)]),
@@ -183,6 +187,7 @@ def cmd_one(args: argparse.Namespace) -> None:
     from prior.trainers.checkpoint import load_checkpoint, stored_view
     from prior.trainers.config import DataSpec, ModelSpec, RunSpec, TrainConfig
     from prior.trainers.data import load_split
+    from prior.trainers.dataset_ref import StoredDataset
     from prior.trainers.evaluation import evaluate
     from prior.trainers.registry import task_for
     from prior.trainers.runtime import runtime
@@ -193,15 +198,17 @@ def cmd_one(args: argparse.Namespace) -> None:
         overrides["prior_lr"] = args.prior_lr
     if args.lr is not None:
         overrides["lr"] = args.lr
+    if args.batch_size is not None:
+        overrides["batch_size"] = args.batch_size
     run = Path(args.runs) / f"oracle-{args.dataset}-{label.replace('[', '-').replace(']', '').replace('=', '')}" \
         f"{'-plr' + str(args.prior_lr) if args.prior_lr else ''}{'-lr' + str(args.lr) if args.lr else ''}-s{args.seed}"
-    cfg = TrainConfig(ModelSpec(f"{model}-mini", seed=args.seed, overrides=overrides,
+    cfg = TrainConfig(ModelSpec(f"{model}-mini", backbone=args.backbone, seed=args.seed, overrides=overrides,
                                 options={k: _value(v) for k, v in options.items()}),
                       DataSpec(args.dataset, sample=args.sample, sample_seed=args.sample_seed,
-                               eval_splits=(args.eval_split,)),
+                               eval_splits=(args.eval_split,), limit=args.limit),
                       RunSpec(output=run, store=args.store, threads=args.threads, progress=False))
     t0 = time.perf_counter()
-    summary = train_with_oracle(cfg, model)
+    summary = train_with_oracle(cfg, model, _levels(args))
     record: dict[str, Any] = {
         "kind": "oracle", "model": f"{model}-mini", "variant": label + _suffix(args),
         "options": options, "prior_lr": args.prior_lr, "lr": args.lr, "dataset": args.dataset, "regime": "sample",
@@ -216,13 +223,19 @@ def cmd_one(args: argparse.Namespace) -> None:
     best, tokenizer, meta = load_checkpoint(run / "best")
     st = open_store(args.store, create=False)
     data = load_split(st, args.dataset, args.eval_split, tokenizer, max_length=meta["settings"]["max_length"],
-                      feature=meta["feature"], view=stored_view(meta))
+                      feature=meta["feature"], view=stored_view(meta), limit=args.limit)
     rt = runtime()
-    metrics = task_for(args.dataset).metrics
+    # the task as the run was scored: the split's stored label kind and names, the papers' metrics
+    # for the dataset the split was read as
+    read_as = StoredDataset.resolve(st, args.dataset, args.eval_split).read_as
+    metrics = task_for(data.label_kind, data.label_names, read_as).metrics
     if data.source is not None:
         oracle = with_oracle(data, model, tuple(summary["oracle_levels"]) or None)
         neutral = oracle.with_features("neutral")
         record["test_accuracy_neutral"] = evaluate(best, neutral, 64, rt, metrics)["accuracy"]
+        # what the model predicts when the oracle says each class, on every pair of the split
+        record["classes"] = list(data.label_names)
+        record["forced"] = forced_counts(best, data, model, tuple(summary["oracle_levels"]) or None, rt)
     if model == "gibert":
         gate = next(p for n, p in best.named_parameters() if n.endswith("injection.gate"))
         record["gate_abs_max"] = round(float(gate.detach().abs().max()), 5)
@@ -231,10 +244,19 @@ def cmd_one(args: argparse.Namespace) -> None:
     record["settings"] = meta["settings"]
     record["seconds"] = round(time.perf_counter() - t0, 1)
     del torch
-    out = Path(args.out)
+    _append(Path(args.out), record)
+
+
+def _append(out: Path, record: dict[str, Any]) -> None:
+    """One JSON line at the end of ``out`` under an exclusive lock (runs at once share a file)."""
+    import fcntl
+
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
         fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_UN)
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
@@ -308,10 +330,166 @@ def cmd_reach(args: argparse.Namespace) -> None:
         print(json.dumps(row), flush=True)
 
 
+def cmd_saturation(args: argparse.Namespace) -> None:
+    """DAFA's saturation curve: the same test pairs with every cross-sentence cell of G set to
+    each level (the oracle's layout), for a fresh model and trained checkpoints; one JSON line
+    per model and level (appended to ``--out``). ``attention_tv``: layer 1's Dep attention against
+    Sem's (G = 1), total variation, mean over heads and word pieces; ``cross_share``: the share of
+    Dep's attention a word piece gives the other sentence; ``top_prob``: Dep's largest attention
+    probability per row; ``cls_change`` / ``step_change``: median over pairs of how far the
+    classifier's input moves from G = 1 / from the previous level (relative); ``predicted``: how
+    many pairs the model predicts as each class at that level (a trained oracle's forced class)."""
+    import torch
+
+    from prior.featurestore import open_store
+    from prior.trainers import backbones
+    from prior.trainers.checkpoint import load_checkpoint
+    from prior.trainers.data import load_split
+    from prior.trainers.models import MODEL_CLASSES
+    from prior.trainers.models.base import additive_mask
+
+    levels = [float(v) for v in args.levels.split(",")]
+    if levels[0] != 1.0:
+        raise SystemExit("--levels must start at 1 (G = 1: Dep equals Sem)")
+    torch.set_num_threads(args.threads)
+    st = open_store(args.store, create=False)
+    backbone = args.backbone or backbones.mini_path()
+    tokenizer = backbones.load_tokenizer(backbone)
+    data = load_split(st, args.dataset, args.split, tokenizer, feature="dep", limit=args.pairs)
+    nets: list[tuple[str, Any]] = []
+    if args.fresh:
+        nets.append(("dafa (initialised)", backbones.build_model(
+            MODEL_CLASSES["dafa"], backbone, num_labels=len(data.label_names), seed=args.seed)))
+    nets += [(ckpt, load_checkpoint(ckpt)[0]) for ckpt in args.checkpoint]
+    command = shlex.join(["python", "bench/oracle.py", *sys.argv[1:]])
+    out = Path(args.out) if args.out else None
+    for name, net in nets:
+        net.eval()
+        attn = net.bert.encoder.layer[0].attention.self
+        seen: dict[str, Any] = {}
+        hooks = [attn.register_forward_hook(lambda m, a, kw, o, seen=seen: seen.update(
+                     h=a[0] if a else kw["hidden_states"], mask=kw.get("attention_mask"), grid=kw.get("prior_grid")),
+                     with_kwargs=True),
+                 net.classifier.register_forward_pre_hook(lambda m, i, seen=seen: seen.__setitem__("x", i[0]))]
+        previous = first = None
+        for level in levels:
+            forced = with_oracle(replace(data, labels=np.zeros(len(data.encoded.lengths), np.int64)), "dafa",
+                                 (level,))
+            batch = forced.batch(np.arange(len(forced)))
+            batch.pop("labels", None)
+            with torch.no_grad():
+                logits = net(**batch).logits
+                h = seen["h"]
+                B, T, _ = h.shape
+                hs = attn.attention_head_size
+                q = attn.query(h).view(B, T, -1, hs).transpose(1, 2)
+                k = attn.key(h).view(B, T, -1, hs).transpose(1, 2)
+                raw = torch.matmul(q, k.transpose(2, 3)) * attn.scaling
+                mask = additive_mask(seen["mask"], raw.dtype)
+                mask = 0 if mask is None else mask
+                sem = torch.softmax(raw + mask, -1)
+                dep = torch.softmax(raw * seen["grid"][:, None].to(raw.dtype) + mask, -1)
+            seg = torch.from_numpy(forced.encoded.seg[forced.rows, :T].astype(np.int64))
+            words = (seg >= 0)[:, None].expand(-1, dep.shape[1], -1)  # (B, nh, T) rows of word pieces
+            cross = (((seg[:, :, None] == 0) & (seg[:, None, :] == 1)) | ((seg[:, :, None] == 1) & (seg[:, None, :] == 0)))
+            x = seen["x"]
+            row: dict[str, Any] = {
+                "kind": "saturation", "model": name, "level": level, "pairs": len(forced), "split": args.split,
+                "attention_tv": round(float((0.5 * (dep - sem).abs().sum(-1))[words].mean()), 4),
+                "cross_share": round(float((dep * cross[:, None].to(dep.dtype)).sum(-1)[words].mean()), 4),
+                "top_prob": round(float(dep.max(-1).values[words].mean()), 4),
+                "cls_change": 0.0 if first is None else round(float(((x - first).norm(dim=-1) / first.norm(dim=-1)).median()), 4),
+                "step_change": 0.0 if previous is None else round(float(
+                    ((x - previous).norm(dim=-1) / previous.norm(dim=-1)).median()), 4),
+                "predicted": [int((logits.argmax(-1) == c).sum()) for c in range(logits.shape[-1])],
+                "command": command}
+            first = x if first is None else first
+            previous = x
+            if out is not None:
+                _append(out, row)
+            else:
+                print(json.dumps(row), flush=True)
+        for hook in hooks:
+            hook.remove()
+
+
+def chosen_levels(curve: list[dict[str, Any]], shares: tuple[float, ...] = (1 / 3, 2 / 3)) -> tuple[float, ...]:
+    """Oracle levels inside the unsaturated range of one model's curve: 1 (G = 1, Dep = Sem) and
+    the levels at which Dep's attention has moved ``shares`` of the way to where it saturates
+    (``attention_tv`` at the largest level measured), interpolated in log(level), 2 significant
+    digits."""
+    import math
+
+    points = sorted((r["level"], r["attention_tv"]) for r in curve)
+    top = points[-1][1]
+    got = [1.0]
+    for share in shares:
+        want = share * top
+        for (l0, r0), (l1, r1) in itertools.pairwise(points):
+            if r0 <= want <= r1 and r1 > r0:
+                t = (want - r0) / (r1 - r0)
+                level = math.exp(math.log(l0) + t * (math.log(l1) - math.log(l0)))
+                got.append(float(f"{level:.2g}"))
+                break
+    return tuple(got)
+
+
+def saturation_table(records: list[dict[str, Any]]) -> str:
+    """Markdown: per model and level, the saturation measures of `cmd_saturation`."""
+    rows = [r for r in records if r.get("kind") == "saturation"]
+    lines = ["| model | G on cross-sentence cells | Dep vs Sem attention (TV) | cross-sentence share | "
+             "largest attention | classifier input moved from G = 1 | … from the previous level | "
+             "predicted classes |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['level']:g} | {r['attention_tv']:.3f} | {r['cross_share']:.3f} | "
+                     f"{r['top_prob']:.3f} | {100 * r['cls_change']:.1f} % | {100 * r['step_change']:.1f} % | "
+                     f"{' / '.join(map(str, r['predicted']))} |")
+    return "\n".join(lines)
+
+
+def forced_table(records: list[dict[str, Any]]) -> str:
+    """Markdown: per oracle run, what the model predicts when the oracle says each class (every
+    test pair forced to that class's oracle): counts per predicted class, and the share that
+    follows the oracle."""
+    rows = [r for r in records if r.get("kind") == "oracle" and "forced" in r]
+    classes = rows[0]["classes"] if rows else []
+    lines = ["| model | oracle levels | oracle says | " + " | ".join(f"predicted {c}" for c in classes) +
+             " | follows the oracle |", "|---|---|---|" + "---|" * (len(classes) + 1)]
+    for r in rows:
+        name = r["variant"].replace(r["model"].removesuffix("-mini"), r["model"], 1)
+        name = name.split(" --levels ")[0]
+        levels = ", ".join(f"{v:g}" for v in r.get("oracle_levels") or []) or "–"
+        for c, counts in enumerate(r["forced"]):
+            lines.append(f"| {name} | {levels} | {r['classes'][c]} | " + " | ".join(map(str, counts)) +
+                         f" | {100 * counts[c] / max(1, sum(counts)):.1f} % |")
+    return "\n".join(lines)
+
+
 def _suffix(args: argparse.Namespace) -> str:
-    """The variant's schedule arguments, as `prior train` takes them."""
+    """The variant's schedule arguments, as `prior train` takes them, and the oracle's levels
+    where they were given."""
     return (f" --lr {args.lr:g}" if getattr(args, "lr", None) else "") + \
-        (f" --prior-lr {args.prior_lr:g}" if args.prior_lr else "")
+        (f" --prior-lr {args.prior_lr:g}" if args.prior_lr else "") + \
+        (f" --levels {args.levels}" if getattr(args, "levels", None) else "")
+
+
+def _levels(args: argparse.Namespace) -> tuple[float, ...] | None:
+    return tuple(float(v) for v in args.levels.split(",")) if getattr(args, "levels", None) else None
+
+
+def forced_counts(net: Any, data: Any, model: str, levels: tuple[float, ...] | None, rt: Any,
+                  batch_size: int = 64) -> list[list[int]]:
+    """Row c: how many pairs the model predicts as each class when the oracle of class c is set
+    on every pair (the gold labels play no part)."""
+    from prior.trainers.evaluation import predict
+
+    classes = len(data.label_names)
+    rows = []
+    for c in range(classes):
+        forced = with_oracle(replace(data, labels=np.full(len(data.encoded.lengths), c, np.int64)), model, levels)
+        predicted = predict(net, forced, batch_size, rt).argmax(-1)
+        rows.append([int((predicted == k).sum()) for k in range(classes)])
+    return rows
 
 
 def _recorded(out: Path) -> set[tuple[str, int]]:
@@ -333,22 +511,30 @@ def cmd_runs(args: argparse.Namespace) -> None:
                 continue
             cmd = [sys.executable, str(Path(__file__).resolve()), "one", "--model", spec, "--seed", seed,
                    "--store", args.store, "--dataset", args.dataset, "--runs", args.runs, "--out", args.out,
-                   "--threads", str(args.threads), "--epochs", str(args.epochs), "--patience", str(args.patience)]
+                   "--threads", str(args.threads), "--epochs", str(args.epochs), "--patience", str(args.patience),
+                   "--sample", str(args.sample), "--sample-seed", str(args.sample_seed), "--eval-split", args.eval_split]
             if args.prior_lr:
                 cmd += ["--prior-lr", str(args.prior_lr)]
             if args.lr:
                 cmd += ["--lr", str(args.lr)]
+            for flag, value in (("--backbone", args.backbone), ("--limit", args.limit),
+                                ("--batch-size", args.batch_size), ("--levels", args.levels)):
+                if value is not None:
+                    cmd += [flag, str(value)]
             jobs.append(cmd)
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false", "PRIOR_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
 
-    def go(cmd: list[str]) -> None:
+    def go(cmd: list[str]) -> bool:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"`{shlex.join(cmd)}` failed:\n{done.stderr[-3000:]}", file=sys.stderr, flush=True)
+        return done.returncode == 0
 
     with ThreadPoolExecutor(args.parallel) as pool:
-        list(pool.map(go, jobs))
+        ok = list(pool.map(go, jobs))
+    if not all(ok):  # a run that wrote no record is a failure of the whole command, not a note
+        sys.exit(f"{ok.count(False)} of {len(ok)} oracle runs failed (above); their records are missing")
 
 
 def report_table(records: list[dict[str, Any]], baseline: dict[int, float]) -> str:
@@ -369,15 +555,20 @@ def report_table(records: list[dict[str, Any]], baseline: dict[int, float]) -> s
     return "\n".join(lines)
 
 
+def baseline_scores(path: str | None, variant: str) -> dict[int, float]:
+    """bert-mini's sample-regime test accuracy per seed, from the runs of ``variant`` in ``path``."""
+    baseline: dict[int, float] = {}
+    if path and Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if r.get("kind") == "run" and r["regime"] == "sample" and r["variant"] == variant:
+                baseline[r["seed"]] = r["test_accuracy"]
+    return baseline
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     records = [json.loads(line) for line in Path(args.results).read_text().splitlines() if line.strip()]
-    baseline: dict[int, float] = {}
-    if args.baseline and Path(args.baseline).exists():
-        for line in Path(args.baseline).read_text().splitlines():
-            r = json.loads(line) if line.strip() else {}
-            if r.get("kind") == "run" and r["regime"] == "sample" and r["variant"] == args.baseline_variant:
-                baseline[r["seed"]] = r["test_accuracy"]
-    print(report_table(records, baseline))
+    print(report_table(records, baseline_scores(args.baseline, args.baseline_variant)))
 
 
 def main() -> None:
@@ -397,6 +588,11 @@ def main() -> None:
         s.add_argument("--sample", type=float, default=0.1)
         s.add_argument("--sample-seed", type=int, default=0)
         s.add_argument("--eval-split", default="test")
+        s.add_argument("--backbone", default=None, help="a BERT checkpoint folder instead of MiniLM (tests)")
+        s.add_argument("--limit", type=int, default=None, help="first N pairs of each split (tests)")
+        s.add_argument("--batch-size", type=int, default=None)
+        s.add_argument("--levels", default=None, help="a pair-matrix oracle's value per class, e.g. 1,2.2,3.5 "
+                       "(default: bert-sim 0,0.5,1; dafa 1 + the median and 90th percentile of M_F)")
         if name == "one":
             s.add_argument("--model", required=True, help="e.g. dafa, sgnet:pool=mean")
             s.add_argument("--seed", type=int, default=1)
@@ -411,12 +607,25 @@ def main() -> None:
     c.add_argument("--checkpoint", action="append", default=[])
     c.add_argument("--pairs", type=int, default=128)
     c.add_argument("--seed", type=int, default=1)
+    t = sub.add_parser("saturation", help="DAFA's saturation curve over oracle levels")
+    t.add_argument("--store", required=True)
+    t.add_argument("--dataset", default="sick")
+    t.add_argument("--split", default="test")
+    t.add_argument("--pairs", type=int, default=256)
+    t.add_argument("--levels", default="1,1.25,1.5,2,2.5,3,4,5,7.3,10,20,40,70.3,100")
+    t.add_argument("--fresh", action="store_true", help="also a freshly initialised dafa-mini")
+    t.add_argument("--checkpoint", action="append", default=[])
+    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--out", default=None, help="jsonl to append to")
+    t.add_argument("--backbone", default=None, help="the fresh model's backbone (default: MiniLM; tests)")
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--baseline", default=str(REPO / "docs" / "results" / "sick.jsonl"))
     r.add_argument("--baseline-variant", default="bert --epochs 10 --patience 3")
     args = p.parse_args()
-    {"one": cmd_one, "runs": cmd_runs, "reach": cmd_reach, "report": cmd_report}[args.cmd](args)
+    {"one": cmd_one, "runs": cmd_runs, "reach": cmd_reach, "saturation": cmd_saturation,
+     "report": cmd_report}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The benchmark scripts run: each on a tiny input, end to end as the lead runs it, so a change
-to the build's API cannot leave a script broken until someone times it. The numbers are not
-looked at (timings under test load mean nothing); only that the script ends and writes its result."""
+to the build's or the trainers' API cannot leave a script broken until someone times it. The
+numbers are not looked at (timings under test load mean nothing); only that the script ends and
+writes its result. bench/compare.py and bench/oracle.py run on the tiny store and a random tiny
+BERT (a few pairs, one epoch)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
+
+from tests.trainers_fixtures import tiny_backbone, tiny_store
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -38,6 +44,58 @@ def load(name: str) -> ModuleType:
     finally:
         sys.path.remove(str(BENCH))
     return module
+
+
+compare = load("compare")
+oracle = load("oracle")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("bench")
+    tiny_store(root / "store")
+    return root / "store", tiny_backbone(root / "backbone")
+
+
+@pytest.fixture(scope="module")
+def tiny_dafa(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dafa checkpoint of the tiny store (one epoch on the tiny backbone): its best/."""
+    from prior.cli.main import app
+
+    store, backbone = tiny
+    run = tmp_path_factory.mktemp("dafa") / "run"
+    trained = CliRunner().invoke(app, ["train", "dafa-mini", "--dataset", "toy", "--store", str(store), "--output",
+                                       str(run), "--backbone", str(backbone), "--epochs", "1", "--batch-size", "2",
+                                       "--threads", "1", "--no-progress"])
+    assert trained.exit_code == 0, trained.output
+    return run / "best"
+
+
+def _in_process(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """compare.py's `prior` commands run in this process (the same CLI, without a subprocess's
+    start-up); returns the list the commands are appended to."""
+    from prior.cli.main import app
+
+    calls: list[list[str]] = []
+
+    def prior(*args: object, threads: int) -> tuple[list[str], str]:
+        cmd = ["prior", *map(str, args)]
+        calls.append(cmd)
+        result = CliRunner().invoke(app, cmd[1:])
+        assert result.exit_code == 0, result.output
+        return cmd, result.stdout
+
+    monkeypatch.setattr(compare, "prior", prior)
+    return calls
+
+
+def _main(module: Any, monkeypatch: pytest.MonkeyPatch, *argv: object) -> None:
+    monkeypatch.setattr(sys, "argv", [f"bench/{Path(str(module.__file__)).name}", *map(str, argv)])
+    module.main()
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_bench_startup_pairs_a_checkout_with_this_one(tmp_path: Path) -> None:
@@ -103,3 +161,128 @@ def test_bench_s3_requests_runs(tmp_path: Path) -> None:
     pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
     out = run_script("s3_requests.py", "--limit", 4, "--partition-size", 2, "--features", "sdoi", tmp_path=tmp_path)
     assert "fresh build: " in out and "no-op rebuild: " in out
+
+
+def test_compare_runs_grid_and_report_end_to_end(tiny: tuple[Path, Path], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    store, backbone = tiny
+    calls = _in_process(monkeypatch)
+    tiny_args = f"--backbone {backbone} --epochs 1 --batch-size 4"
+    out = tmp_path / "toy.jsonl"
+    _main(compare, monkeypatch, "runs", "--store", store, "--dataset", "toy", "--seeds", "1",
+          "--models", "bert;bert-sim", "--train-args", tiny_args, "--parallel", "1",
+          "--runs", tmp_path / "runs", "--out", out)
+    bert, sim = _records(out)
+    assert (bert["variant"], sim["variant"]) == (f"bert {tiny_args}", f"bert-sim {tiny_args}")
+    assert 0 <= sim["test_accuracy"] <= 1 and set(sim["sensitivity"]) == {"neutral", "shuffled"}
+    assert "sensitivity" not in bert  # bert reads no feature
+    assert bert["dev"].endswith("held out of train (seed 0)") and bert["dev_pairs"] == 1  # toy has no dev split
+    assert sim["command"].startswith("prior train bert-sim-mini --dataset toy")
+    # resumable: the same command again trains nothing
+    n = len(calls)
+    _main(compare, monkeypatch, "runs", "--store", store, "--dataset", "toy", "--seeds", "1",
+          "--models", "bert;bert-sim", "--train-args", tiny_args, "--runs", tmp_path / "runs", "--out", out)
+    assert len(calls) == n
+    grid = tmp_path / "grid.jsonl"
+    _main(compare, monkeypatch, "grid", "--store", store, "--dataset", "toy", "--models", "sgnet",
+          "--prior-lrs", "1e-3,1e-4", "--train-args", f"--backbone {backbone} --batch-size 4", "--epochs", "1",
+          "--runs", tmp_path / "runs", "--out", grid)
+    cells = _records(grid)
+    assert [c["prior_lr"] for c in cells] == [1e-3, 1e-4]
+    assert [c["settings"]["prior_lr"] for c in cells] == [1e-3, 1e-4]
+    assert all("--eval-split" not in c["command"] for c in cells)  # the grid reads dev only
+    capsys.readouterr()
+    _main(compare, monkeypatch, "report", out)
+    table = capsys.readouterr().out
+    assert f"| bert-sim-mini {tiny_args} | 1 |" in table
+
+
+def test_oracle_one_and_report_end_to_end(tiny: tuple[Path, Path], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`one` trains with the oracle, scores the checkpoint with it and with the neutral feature
+    (the task read from the stored labels, as `prior train` reads it) and writes its record."""
+    store, backbone = tiny
+    out = tmp_path / "oracle.jsonl"
+    _main(oracle, monkeypatch, "one", "--model", "bert-sim", "--seed", "1", "--store", store,
+          "--dataset", "toy", "--runs", tmp_path / "runs", "--out", out, "--epochs", "1",
+          "--sample", "1", "--batch-size", "4", "--backbone", backbone)
+    (record,) = _records(out)
+    assert record["kind"] == "oracle" and record["oracle_levels"] == list(oracle.SIM_LEVELS)
+    assert 0 <= record["test_accuracy"] <= 1 and 0 <= record["test_accuracy_neutral"] <= 1
+    # the forced-class check: one row per class the oracle says, each counting every test pair
+    assert record["classes"] == ["0", "1"] and [sum(row) for row in record["forced"]] == [4, 4]
+    capsys.readouterr()
+    _main(oracle, monkeypatch, "report", out, "--baseline", tmp_path / "none.jsonl")
+    assert "| bert-sim-mini | 1 |" in capsys.readouterr().out
+    forced = compare.report(compare._report_parser().parse_args([str(out), "--table", "forced"]))[0][1]
+    assert forced.splitlines()[2].startswith("| bert-sim-mini | 0, 0.5, 1 | 0 | ")
+
+
+def test_saturation_curve_and_the_levels_chosen_from_it(tiny: tuple[Path, Path], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store, backbone = tiny
+    out = tmp_path / "sat.jsonl"
+    _main(oracle, monkeypatch, "saturation", "--store", store, "--dataset", "toy", "--pairs", "4", "--fresh",
+          "--levels", "1,2,10", "--backbone", backbone, "--out", out)
+    rows = _records(out)
+    assert [r["level"] for r in rows] == [1.0, 2.0, 10.0] and rows[0]["attention_tv"] == 0.0
+    assert rows[0]["cls_change"] == 0.0 and sum(rows[0]["predicted"]) == 4
+    assert rows[2]["attention_tv"] >= rows[1]["attention_tv"] > 0  # G scales cross-sentence logits
+    table = compare.report(compare._report_parser().parse_args([str(out)]))[0][1]
+    assert table.splitlines()[2].startswith("| dafa (initialised) | 1 | 0.000 |")
+    curve = [{"level": v, "attention_tv": r} for v, r in ((1, 0.0), (2, 0.3), (4, 0.6), (10, 0.8), (100, 0.9))]
+    assert oracle.chosen_levels(curve) == (1.0, 2.0, 4.0)
+
+
+def test_saturation_of_a_trained_checkpoint(tiny: tuple[Path, Path], tiny_dafa: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`saturation --checkpoint`: the curve of a trained dafa, one row per level, every pair predicted
+    (the pairs tokenized by ``--backbone``'s tokenizer, the checkpoint's here)."""
+    store, backbone = tiny
+    out = tmp_path / "sat.jsonl"
+    _main(oracle, monkeypatch, "saturation", "--store", store, "--dataset", "toy", "--pairs", "3",
+          "--levels", "1,5", "--checkpoint", tiny_dafa, "--backbone", backbone, "--out", out)
+    rows = _records(out)
+    assert [(r["model"], r["level"]) for r in rows] == [(str(tiny_dafa), 1.0), (str(tiny_dafa), 5.0)]
+    assert rows[0]["attention_tv"] == 0.0 < rows[1]["attention_tv"] and [sum(r["predicted"]) for r in rows] == [3, 3]
+
+def test_oracle_runs_passes_its_options_on_and_fails_when_a_run_fails(tiny: tuple[Path, Path], tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs` hands every option to its `one` runs (the levels, the pairs, the batch, the sample) and
+    exits non-zero when one of them writes no record."""
+    store, backbone = tiny
+    out = tmp_path / "oracle.jsonl"
+    with pytest.raises(SystemExit) as failed:
+        _main(oracle, monkeypatch, "runs", "--models", "dafa;nosuch", "--seeds", "1", "--store", store,
+              "--dataset", "toy", "--runs", tmp_path / "runs", "--out", out, "--epochs", "1", "--parallel", "1",
+              "--sample", "1", "--limit", "3", "--batch-size", "2", "--levels", "1,2,3", "--backbone", backbone)
+    assert "1 of 2 oracle runs failed" in str(failed.value.code)
+    (record,) = _records(out)
+    assert record["variant"] == "dafa --levels 1,2,3" and record["oracle_levels"] == [1.0, 2.0, 3.0]
+    assert record["sample"] == 1 and record["settings"]["batch_size"] == 2
+    assert [sum(row) for row in record["forced"]] == [3, 3]  # the first 3 test pairs, each class forced
+
+
+
+def test_dafa_fusion_reads_a_trained_checkpoint(tiny: tuple[Path, Path], tiny_dafa: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/dafa_fusion.py, both modes, on a dafa checkpoint of the tiny store (the tiny backbone
+    standing in for MiniLM)."""
+    from prior.trainers import backbones
+
+    store, backbone = tiny
+    monkeypatch.setattr(backbones, "mini_path", lambda: str(backbone))
+    fusion = load("dafa_fusion")
+    capsys.readouterr()
+    _main(fusion, monkeypatch, "--feature", "--store", store, "--dataset", "toy", "--pairs", "3",
+          "--checkpoint", tiny_dafa)
+    (gates,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert gates["pairs"] == 3 and gates["grid"] == "stored M_F" and 0 < gates["f_mean"] < 1
+    assert gates["command"].startswith("python bench/dafa_fusion.py --feature --store ")
+    _main(fusion, monkeypatch, "--store", store, "--dataset", "toy", "--pairs", "3", "--checkpoint", tiny_dafa)
+    rows = {r["model"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(rows) == {"dafa (initialised)", str(tiny_dafa)}
+    assert all(0 < r["g_mean"] < 1 and -1 <= r["cls_cos"] <= 1 for r in rows.values())

@@ -135,7 +135,9 @@ class VectorSource:
     """Per-sentence vocabulary ids + a vector table (GiBERT) → (B, T, E) vectors.
 
     ``table`` has one extra last row of zeros: id -1 (out of vocabulary, special tokens,
-    padding) reads it, so those pieces inject nothing.
+    padding) reads it. A zero vector is not "nothing" once trained: GiBERT's projection turns it
+    into tanh(b_P), one learned constant injected (through the gate) at every such piece
+    (docs/papers.md, GiBERT).
     """
 
     ids: Ragged  # the split's A id vectors, then its B id vectors

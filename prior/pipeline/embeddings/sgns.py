@@ -58,6 +58,42 @@ class SgnsResult:
 PROGRESS_EVERY = 64  # batches between two progress reports within an epoch
 
 
+def _vocabularies(pair_list: list[tuple[str, str]], min_count: int
+                  ) -> tuple[list[str], list[str], Counter[str], list[tuple[int, int]]]:
+    """Words and contexts seen at least ``min_count`` times (most frequent first, ties by
+    text), the context counts, and the pairs of both as (word id, context id)."""
+    wcount = Counter(w for w, _ in pair_list)
+    ccount = Counter(c for _, c in pair_list)
+    words = sorted((w for w, n in wcount.items() if n >= min_count), key=lambda w: (-wcount[w], w))
+    ctxs = sorted((c for c, n in ccount.items() if n >= min_count), key=lambda c: (-ccount[c], c))
+    widx = {w: i for i, w in enumerate(words)}
+    cidx = {c: i for i, c in enumerate(ctxs)}
+    kept = [(widx[w], cidx[c]) for w, c in pair_list if w in widx and c in cidx]
+    return words, ctxs, ccount, kept
+
+
+def _sgd_step(w_vec: Any, c_vec: Any, batch: Any, noise: Any, negative: int, lr: float, gen: Any) -> float:
+    """One step of skip-gram with negative sampling on a batch of (word id, context id) rows,
+    in place (word2vec's update: plain SGD on the word and context vectors); the batch's loss."""
+    import torch
+
+    wi, ci = batch[:, 0], batch[:, 1]                                  # (B,)
+    neg = torch.multinomial(noise, wi.numel() * negative, replacement=True, generator=gen).view(-1, negative)  # (B, k)
+    w = w_vec[wi]                                                      # (B, d)
+    c = c_vec[ci]                                                      # (B, d)
+    nv = c_vec[neg]                                                    # (B, k, d)
+    sp = torch.sigmoid((w * c).sum(-1))                                # (B,)
+    sn = torch.sigmoid(torch.bmm(nv, w.unsqueeze(-1)).squeeze(-1))     # (B, k)
+    loss = float(-(torch.log(sp + 1e-7).sum() + torch.log(1 - sn + 1e-7).sum()))
+    gp = (1 - sp) * lr                                                 # (B,)
+    gn = -sn * lr                                                      # (B, k)
+    grad_w = gp[:, None] * c + (gn[:, :, None] * nv).sum(1)            # (B, d)
+    c_vec.index_add_(0, ci, gp[:, None] * w)
+    c_vec.index_add_(0, neg.reshape(-1), (gn[:, :, None] * w[:, None, :]).reshape(-1, w.shape[1]))
+    w_vec.index_add_(0, wi, grad_w)
+    return loss
+
+
 def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSettings(),
                progress: Progress | None = None) -> SgnsResult:
     """Train word vectors on (word, context) pairs.
@@ -69,15 +105,7 @@ def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSe
     import torch
 
     pair_list = list(pairs)
-    wcount = Counter(w for w, _ in pair_list)
-    ccount = Counter(c for _, c in pair_list)
-    words = sorted((w for w, n in wcount.items() if n >= settings.min_count),
-                   key=lambda w: (-wcount[w], w))
-    ctxs = sorted((c for c, n in ccount.items() if n >= settings.min_count),
-                  key=lambda c: (-ccount[c], c))
-    widx = {w: i for i, w in enumerate(words)}
-    cidx = {c: i for i, c in enumerate(ctxs)}
-    kept = [(widx[w], cidx[c]) for w, c in pair_list if w in widx and c in cidx]
+    words, ctxs, ccount, kept = _vocabularies(pair_list, settings.min_count)
     if not kept:
         raise DataError(f"no (word, context) pair left after min_count={settings.min_count} "
                         f"(of {len(pair_list)} pairs); lower min_count or give more sentences")
@@ -109,23 +137,8 @@ def train_sgns(pairs: Iterable[tuple[str, str]], settings: SgnsSettings = SgnsSe
             for start in range(0, n, settings.batch_size):
                 lr = max(settings.min_lr, settings.lr * (1 - step / total))
                 batch = data[order[start:start + settings.batch_size]]
-                wi, ci = batch[:, 0], batch[:, 1]                          # (B,)
-                neg = torch.multinomial(noise, wi.numel() * settings.negative, replacement=True,
-                                        generator=gen).view(-1, settings.negative)  # (B, k)
-                w = w_vec[wi]                                              # (B, d)
-                c = c_vec[ci]                                              # (B, d)
-                nv = c_vec[neg]                                            # (B, k, d)
-                sp = torch.sigmoid((w * c).sum(-1))                        # (B,)
-                sn = torch.sigmoid(torch.bmm(nv, w.unsqueeze(-1)).squeeze(-1))  # (B, k)
-                epoch_loss += float(-(torch.log(sp + 1e-7).sum()
-                                      + torch.log(1 - sn + 1e-7).sum()))
-                seen += wi.numel()
-                gp = (1 - sp) * lr                                         # (B,)
-                gn = -sn * lr                                              # (B, k)
-                grad_w = gp[:, None] * c + (gn[:, :, None] * nv).sum(1)    # (B, d)
-                c_vec.index_add_(0, ci, gp[:, None] * w)
-                c_vec.index_add_(0, neg.reshape(-1), (gn[:, :, None] * w[:, None, :]).reshape(-1, d))
-                w_vec.index_add_(0, wi, grad_w)
+                epoch_loss += _sgd_step(w_vec, c_vec, batch, noise, settings.negative, lr, gen)
+                seen += len(batch)
                 step += 1
                 if step % PROGRESS_EVERY == 0:
                     report(epoch + 1)

@@ -82,6 +82,13 @@ def _arborescence(scores: np.ndarray) -> np.ndarray:
             del path[path.index(b):]
             path.append(c)
             a = c
+    return _expand(n, chosen, parent, members)
+
+
+def _expand(n: int, chosen: dict[int, tuple[int, int, float]], parent: dict[int, int],
+            members: dict[int, list[int]]) -> np.ndarray:
+    """Heads from the contraction's choices: each top node's arc is final; the cycles it enters
+    are freed, and each of their members keeps the arc it chose inside its cycle."""
     heads = np.zeros(n, dtype=np.int64)
     todo = [v for v in chosen if v not in parent]  # the top nodes
     while todo:

@@ -114,6 +114,22 @@ def _read_pointers(open_file: OpenFile, source: str) -> tuple[list[tuple[str, in
     return synsets, parents
 
 
+def _flatten(dist: list[dict[int, int] | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each synset's ancestors (itself first) and their distances as CSR arrays: pointers,
+    ancestor ids, distances."""
+    counts = np.fromiter((len(d) for d in dist), np.int64, len(dist))  # type: ignore[arg-type]
+    anc_ptr = np.zeros(len(dist) + 1, np.int64)
+    np.cumsum(counts, out=anc_ptr[1:])
+    anc_id = np.empty(int(anc_ptr[-1]), np.int32)
+    anc_dist = np.empty(int(anc_ptr[-1]), np.int16)
+    for s, d in enumerate(dist):
+        lo = int(anc_ptr[s])
+        assert d is not None
+        anc_id[lo:lo + len(d)] = list(d)       # itself first (inserted first)
+        anc_dist[lo:lo + len(d)] = list(d.values())
+    return anc_ptr, anc_id, anc_dist
+
+
 def build_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") -> HierarchyTable:
     """The table of the database whose files ``open_file(name)`` opens (binary); ``source``
     (the directory) names the files in errors."""
@@ -163,16 +179,7 @@ def build_table(open_file: OpenFile, wordnet: str, source: str = "WordNet") -> H
                 max_depth[s] = 1 + max(int(max_depth[q]) for q in parents[s])
             dist[s] = own
             on_path[s] = 0
-    counts = np.fromiter((len(d) for d in dist), np.int64, n)  # type: ignore[arg-type]
-    anc_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=anc_ptr[1:])
-    anc_id = np.empty(int(anc_ptr[-1]), np.int32)
-    anc_dist = np.empty(int(anc_ptr[-1]), np.int16)
-    for s, d in enumerate(dist):
-        lo = int(anc_ptr[s])
-        assert d is not None
-        anc_id[lo:lo + len(d)] = list(d)       # itself first (inserted first)
-        anc_dist[lo:lo + len(d)] = list(d.values())
+    anc_ptr, anc_id, anc_dist = _flatten(dist)
     return HierarchyTable(
         file_pos=np.array([FILE_POS.index(p) for p, _, _ in synsets], np.uint8),
         offset=np.array([o for _, o, _ in synsets], np.int64),
