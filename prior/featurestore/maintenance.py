@@ -244,27 +244,10 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
         dropped += [claimed for rel in sorted(scan.bad_records) if (claimed := _claimed(fs, rel)) is not None]
     targets += [f"{SEGMENTS}/{n}" for n in scan.folders
                 if n not in scan.committed and n not in scan.owned and n not in held]
-    # a temporary file belongs to a commit or lease write in progress unless it is old
-    targets += [f"{CATALOG}/{n}" for n in scan.temporary
-                if n[:ID_LENGTH] not in scan.owned and stale(fs, f"{CATALOG}/{n}")]
-    # STORE.json is written by a new store's first open and by `upgrade` (under its lease): a
-    # temporary of it may be a live writer's while any lease lives (gc --force)
-    if not scan.live:
-        targets += [n for n in scan.marker_temporary if stale(fs, n)]
-    live_ids = {lease.id for lease in scan.live}
-    for name in fs.listdir(LEASES):
-        if name[:ID_LENGTH] in scan.dead or (".tmp-" in name and name[:ID_LENGTH] not in live_ids
-                                             and stale(fs, f"{LEASES}/{name}")):
-            targets.append(f"{LEASES}/{name}")
-    targets = list(dict.fromkeys(targets))
+    targets = list(dict.fromkeys(targets + _left_by_writers(fs, scan)))
     size = sum(_bytes(fs, rel) for rel in targets)
     if not dry_run:
-        for rel in targets:
-            folder, _, name = rel.rpartition("/")
-            if folder:
-                fs.remove_entry(folder, name)  # a link itself, never what it points to; any name
-            else:
-                fs.remove(name)  # a file of the root (a temporary of STORE.json)
+        _remove(fs, targets)
         store.refresh()
     targets = relinked + remade + targets
     rebuild: list[Recipe] = []
@@ -276,6 +259,34 @@ def gc_store(store: SegmentStore, *, dry_run: bool = False, drop_damaged: bool =
     kept = sorted(n for n in scan.folders if n in scan.owned and n not in scan.committed)
     return GcReport(removed=targets, bytes=size, dry_run=dry_run, kept=kept,
                     builds=[lease.describe() for lease in scan.live], strays=scan.strays, rebuild=rebuild)
+
+
+def _left_by_writers(fs: StoreFS, scan: _Scan) -> list[str]:
+    """Temporary files of catalog, lease and ``STORE.json`` writes that no live writer may
+    still be writing (each older than the lease time), and what dead builds left in ``leases/``."""
+    # a temporary file belongs to a commit or lease write in progress unless it is old
+    out = [f"{CATALOG}/{n}" for n in scan.temporary if n[:ID_LENGTH] not in scan.owned and stale(fs, f"{CATALOG}/{n}")]
+    # STORE.json is written by a new store's first open and by `upgrade` (under its lease): a
+    # temporary of it may be a live writer's while any lease lives (gc --force)
+    if not scan.live:
+        out += [n for n in scan.marker_temporary if stale(fs, n)]
+    live_ids = {lease.id for lease in scan.live}
+    for name in fs.listdir(LEASES):
+        if name[:ID_LENGTH] in scan.dead or (".tmp-" in name and name[:ID_LENGTH] not in live_ids
+                                             and stale(fs, f"{LEASES}/{name}")):
+            out.append(f"{LEASES}/{name}")
+    return out
+
+
+def _remove(fs: StoreFS, targets: list[str]) -> None:
+    """Remove each store-relative path of ``targets``: a link itself, never what it points to;
+    an entry of any name."""
+    for rel in targets:
+        folder, _, name = rel.rpartition("/")
+        if folder:
+            fs.remove_entry(folder, name)
+        else:
+            fs.remove(name)  # a file of the root (a temporary of STORE.json)
 
 
 def _bytes(fs: StoreFS, rel: str) -> int:
