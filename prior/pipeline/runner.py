@@ -17,6 +17,7 @@ partitions ran again (`tasks.py` says why their commits are kept once).
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import signal
 import threading
@@ -99,6 +100,12 @@ def _last_event(client: Client) -> float:
     return max((stamp for stamp, _ in _events(client)), default=float("-inf"))
 
 
+#: Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_`` in every worker it spawns, which switches off
+#: glibc's adaptive mmap threshold: every large numpy buffer spaCy and the parser allocate becomes
+#: a fresh mmap with its page faults. The build's own workers keep glibc's defaults.
+KEEP_MALLOC_DEFAULTS = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+
+
 class Runner:
     """Runs partition tasks in this process or on Dask; the cluster starts only when needed.
     Close it (or use it as a context manager) to stop a local cluster it started."""
@@ -121,6 +128,7 @@ class Runner:
         this process."""
         if self.client is not None or (self.settings.workers == 0 and not self.settings.scheduler):
             return self.client
+        import dask
         from distributed import Client, LocalCluster
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
@@ -132,7 +140,7 @@ class Runner:
             scratch = prior_home() / "dask-scratch"
             scratch.mkdir(parents=True, exist_ok=True)
             # the dashboard cannot be switched off here; an ephemeral loopback port never collides
-            with workers_ignore_ctrl_c():
+            with workers_ignore_ctrl_c(), dask.config.set(KEEP_MALLOC_DEFAULTS):
                 self.cluster = LocalCluster(n_workers=self.settings.workers, threads_per_worker=1, processes=True,
                                             dashboard_address="127.0.0.1:0", local_directory=str(scratch),
                                             silence_logs=logging.ERROR)
@@ -205,6 +213,10 @@ class Runner:
         return max(1, self.settings.workers)
 
     def close(self) -> None:
+        if self.client is not None and self.cluster is not None:  # our own workers only
+            # they exit without the final collection walking spaCy's and torch's heaps
+            with contextlib.suppress(Exception):  # a worker already gone has nothing to collect
+                self.client.run(gc.freeze)
         if self.client is not None:
             self.client.close()
         if self.cluster is not None:  # our own workers only; an external cluster's are left alone
