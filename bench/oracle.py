@@ -225,6 +225,7 @@ def cmd_one(args: argparse.Namespace) -> None:
     data = load_split(st, args.dataset, args.eval_split, tokenizer, max_length=meta["settings"]["max_length"],
                       feature=meta["feature"], view=stored_view(meta), limit=args.limit)
     rt = runtime()
+    best = best.to(rt.device)  # the loaded checkpoint computes where the run did (CUDA when present)
     # the task as the run was scored: the split's stored label kind and names, the papers' metrics
     # for the dataset the split was read as
     read_as = StoredDataset.resolve(st, args.dataset, args.eval_split).read_as
