@@ -12,27 +12,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from prior.cli.main import app
 from prior.featurestore import open_store
 from prior.pipeline.embeddings.io import write_word2vec_text
+from tests.cli_run import cli as ok
+from tests.cli_run import one_line_error, runner
 
-runner = CliRunner()
 SHORT = "sick/train holds 10 of the 20 rows"
-
-
-def ok(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.output
-
-
-def one_line_error(*args: object) -> str:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 1 and "Traceback" not in result.output, (result.output, result.exception)
-    assert result.output.startswith("error:") and len(result.output.strip().splitlines()) == 1, result.output
-    return result.output
 
 
 def error_line(*args: object) -> str:
