@@ -85,10 +85,10 @@ def test_issue25_a_sentence_the_parser_fails_on_still_builds_dep(tmp_path: Path,
     monkeypatch.setenv("PRIOR_HOME", str(tmp_path / "home"))
     real = SpacyParser.parse
 
-    def parse(self, texts):
+    def parse(self, texts, *args):
         if any("UNPARSEABLE" in t for t in texts):
             raise RuntimeError("the parser gave up")
-        return real(self, texts)
+        return real(self, texts, *args)
 
     monkeypatch.setattr(SpacyParser, "parse", parse)
     csv = _csv(tmp_path / "bad.csv", "UNPARSEABLE text here.")

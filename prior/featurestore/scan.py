@@ -151,7 +151,7 @@ class SplitScan:
         kept, skipped = leave_out_skipped(coverage.rows(dataset, split), coverage.skipped(self.parse))
         self.split_rows = SplitRows(dataset, split, kept, self.parse, skipped)
         self.rows = self.split_rows.rows
-        self.parse_segments = [s for s in parses if s.target["parse"] == self.parse]
+        self.parse_segments = store.parse_segments(self.parse)  # complete records first
         if not self.parse_segments:
             raise NotFoundError(f"{store.location} has no parse {self.parse}; present: {sorted(store.parse_ids())}")
         self.sentence_segments = store.segments("sentences")

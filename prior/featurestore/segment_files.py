@@ -23,6 +23,15 @@ from prior.layouts.ragged import Ragged
 
 #: the columns of a parse record (one list per sentence each)
 PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
+#: the columns a parse segment may lack (a build annotates only what its features read): its
+#: target's ``annotations`` lists those it holds, and a target without that field holds them all
+ANNOTATIONS = ("lemmas", "upos", "tags", "ents")
+
+
+def held_annotations(segment: Segment) -> frozenset[str]:
+    """The annotations (of `ANNOTATIONS`) a parses segment holds; the others are null in it."""
+    held = segment.target.get("annotations")
+    return frozenset(ANNOTATIONS) if held is None else frozenset(held)
 
 
 def polars_frame(table: pa.Table) -> pl.DataFrame:

@@ -48,7 +48,9 @@ from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.ref import StoreRef
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.segment_files import (
+    ANNOTATIONS,
     PARSE_COLUMNS,
+    held_annotations,
     indexed_items,
     parquet_writer,
     polars_frame,
@@ -302,21 +304,28 @@ class SegmentStore:
 
     def write_parses(self, parse: str, fingerprint: Mapping[str, Any], keys: Sequence[str],
                      records: Sequence[Mapping[str, Sequence[Any]]], *, spec: str,
-                     skipped: Mapping[str, str] | None = None, meta: Mapping[str, Any] | None = None) -> Segment | None:
+                     skipped: Mapping[str, str] | None = None, meta: Mapping[str, Any] | None = None,
+                     annotations: Iterable[str] = ANNOTATIONS) -> Segment | None:
         """One segment of parse records; ``spec`` is the parser's spec (its ``parser`` option's
         value: recorded for build hints, not part of the parse id). ``skipped``: sentences this
         build could not parse → why (over the word limit, the parser failed), recorded in the same
         commit so that reads leave their pairs out (`prior.featurestore.splits`). ``meta``: the
-        writer's own record (a build task's token)."""
+        writer's own record (a build task's token). ``annotations``: those of `ANNOTATIONS` the
+        records hold; the others are written as nulls and the segment's target lists the held
+        ones, so that no read that needs them is served this segment (`parse_segments`)."""
         skipped = dict(skipped or {})
         if not keys and not skipped:
             return None
         if len(keys) != len(records):
             raise StoreError(f"{len(keys)} keys for {len(records)} parse records")
+        held = set(annotations)
+        if unknown := held - set(ANNOTATIONS):
+            raise StoreError(f"unknown parse annotation(s) {sorted(unknown)}; known: {', '.join(ANNOTATIONS)}")
         columns: dict[str, Any] = {"sent_key": pa.array(keys, pa.string())}
         for col in PARSE_COLUMNS:
             typ = pa.list_(pa.int32()) if col == "heads" else pa.list_(pa.string())
-            columns[col] = pa.array([list(r[col]) for r in records], typ)
+            absent = col in ANNOTATIONS and col not in held
+            columns[col] = pa.array([None if absent else list(r[col]) for r in records], typ)
         tables = {"parses.parquet": pa.table(columns)}
         if skipped:
             tables[SKIPPED] = pa.table({"sent_key": pa.array(list(skipped), pa.string()),
@@ -327,15 +336,26 @@ class SegmentStore:
                 write_parquet(self.fs, f"{folder}/{name}", table)
             return list(tables)
 
-        return self._write_segment("parses", {"parse": parse, "fingerprint": dict(fingerprint), "spec": spec},
-                                   len(keys), write, dict(meta or {}))
+        target = {"parse": parse, "fingerprint": dict(fingerprint), "spec": spec}
+        if held != set(ANNOTATIONS):  # a complete record's target stays as it always was
+            target["annotations"] = sorted(held)
+        return self._write_segment("parses", target, len(keys), write, dict(meta or {}))
 
     def parse_ids(self) -> dict[str, dict[str, Any]]:
         """Parse id → parser fingerprint, for every parse in the store."""
         return {s.target["parse"]: s.target["fingerprint"] for s in self.segments("parses")}
 
-    def parsed_keys(self, parse: str) -> set[str]:
-        return self.segment_keys(s for s in self.segments("parses") if s.target["parse"] == parse)
+    def parse_segments(self, parse: str, needs: Iterable[str] = ()) -> list[Segment]:
+        """The segments of ``parse`` that hold every annotation of ``needs`` (of `ANNOTATIONS`),
+        those holding every annotation first (then in commit order): a read that keeps each
+        sentence's first record gets its most complete one."""
+        wanted = frozenset(needs)
+        segs = [s for s in self.segments("parses") if s.target["parse"] == parse and wanted <= held_annotations(s)]
+        return sorted(segs, key=lambda s: held_annotations(s) != frozenset(ANNOTATIONS))
+
+    def parsed_keys(self, parse: str, needs: Iterable[str] = ()) -> set[str]:
+        """The sentences ``parse`` holds with every annotation of ``needs``."""
+        return self.segment_keys(self.parse_segments(parse, needs))
 
     def skipped_sentences(self, parse: str) -> dict[str, str]:
         """Sentences the builds of ``parse`` skipped and no later build parsed → why (the
@@ -360,11 +380,14 @@ class SegmentStore:
         return skipped
 
     def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
-               columns: Sequence[str] | None = None, *, cache: bool = False) -> pl.DataFrame:
+               columns: Sequence[str] | None = None, *, cache: bool = False,
+               needs: Iterable[str] | None = None) -> pl.DataFrame:
         """Parse records (sent_key + list columns), of ``parse`` or the most recent parse;
         ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key. ``cache``: keep the
         segments read in this process's bounded cache and reuse them (`segment_cache`; build
-        workers do, as every feature task reads every parse segment)."""
+        workers do, as every feature task reads every parse segment). ``needs``: the annotations
+        the caller reads (default: those among the columns read); a sentence parsed only without
+        one of them is not returned (its record holds nulls there)."""
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
@@ -375,9 +398,9 @@ class SegmentStore:
         parse = parse or segs[-1].target["parse"]
         keys = None if sentence_keys is None else pl.Series(list(sentence_keys), dtype=pl.String)
         frames = []
-        for s in segs:
-            if s.target["parse"] != parse:
-                continue
+        if needs is None:
+            needs = [c for c in (columns or PARSE_COLUMNS) if c in ANNOTATIONS]
+        for s in self.parse_segments(parse, needs):
 
             def load(s: Segment = s) -> pl.DataFrame:
                 return polars_frame(read_parquet(self.fs, s, "parses.parquet", wanted))
@@ -386,6 +409,10 @@ class SegmentStore:
             # filtered per segment: a worker reading one partition's sentences never holds the
             # whole store's parses at once
             frames.append(frame if keys is None else frame.filter(pl.col("sent_key").is_in(keys)))
+        if not frames and parse in self.parse_ids():
+            raise NotFoundError(f"{self.location}: parse {parse} holds no sentence annotated with "
+                                f"{', '.join(sorted(needs))} (its builds' features did not read them); "
+                                "a build of a feature that reads them annotates its sentences again")
         if not frames:
             raise NotFoundError(f"{self.location} has no parse {parse}; present: {sorted(self.parse_ids())}")
         return pl.concat(frames).unique(subset=["sent_key"], keep="first", maintain_order=True)

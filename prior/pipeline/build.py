@@ -44,7 +44,8 @@ from prior.pipeline.build_report import BuildReport, SplitReport, StageReport
 from prior.pipeline.build_run import BuildRun
 from prior.pipeline.datasets.api import Source
 from prior.pipeline.feature_stage import StageClock, feature_context, feature_jobs
-from prior.pipeline.features.base import Feature
+from prior.pipeline.features.base import Feature, annotations_of
+from prior.pipeline.parsers.annotations import closure
 from prior.pipeline.ingest import ingest, split_sources
 from prior.pipeline.parse_stage import parse_stage
 from prior.pipeline.runner import Runner
@@ -73,7 +74,8 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     report.parse = K.parse_id(fingerprint)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id
-    current = BuildRun(store, options, settings, Runner(settings), report, fingerprint, started=started)
+    annotations = closure(annotations_of(feature for feature, _ in planned))
+    current = BuildRun(store, options, settings, Runner(settings), report, fingerprint, annotations, started=started)
     try:
         report.notes += _tidy(store)
         tidied = len(report.notes)  # this run's notes, not the build's result: never recorded

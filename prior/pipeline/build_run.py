@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prior.featurestore.catalog import SPLITS
+from prior.featurestore.segment_files import ANNOTATIONS
 from prior.featurestore.store import Store
 from prior.pipeline.build_options import BuildOptions, RunOptions
 from prior.pipeline.build_report import BuildReport, StageReport
@@ -29,6 +30,9 @@ class BuildRun:
     runner: Runner
     report: BuildReport
     fingerprint: dict[str, Any]  # the parser's identity (its parse id is ``report.parse``)
+    #: the parse annotations beyond words, heads and relations that the build's features read
+    #: (`prior.pipeline.parsers.annotations`): what its parse stage makes and needs
+    annotations: frozenset[str] = frozenset(ANNOTATIONS)
     progress: Bars | None = None
     #: the splits the build read, as the parse and feature records it commits after their pairs
     #: name them (`prior.featurestore.splits.split_refs`); set once they are read

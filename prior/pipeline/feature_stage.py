@@ -47,12 +47,12 @@ def feature_context(run: BuildRun, split_pairs: dict[str, list[Triple]], unparse
     def parses_of(keys: Sequence[str]) -> list[Parse]:
         wanted = [k for k in keys if k not in cache]
         if wanted:
-            for rec in run.store.parses(wanted, parse=run.report.parse).iter_rows(named=True):
-                cache[rec["sent_key"]] = Parse.from_record(rec)
+            for rec in run.store.parses(wanted, parse=run.report.parse, needs=run.annotations).iter_rows(named=True):
+                cache[rec["sent_key"]] = Parse.from_record(rec, absent="")  # absent: no feature of the build reads it
         return [cache[k] for k in keys]
 
     return BuildContext(store=run.store, dataset=run.report.dataset, options=run.options, parse=run.report.parse,
-                        split_pairs=split_pairs, _parses=parses_of, unparsed=unparsed)
+                        split_pairs=split_pairs, _parses=parses_of, unparsed=unparsed, annotations=run.annotations)
 
 
 def feature_jobs(run: BuildRun, ctx: BuildContext, feature: Feature, built_by: str, items: list[Any],

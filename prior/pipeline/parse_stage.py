@@ -26,7 +26,7 @@ def parse_stage(run: BuildRun, keys: set[str], texts: dict[str, str]) -> set[str
     store, parse = run.store, run.report.parse
     stage = StageReport("parse", items=len(keys))
     t0 = time.perf_counter()
-    parsed = store.parsed_keys(parse)
+    parsed = store.parsed_keys(parse, needs=run.annotations)  # a sentence parsed without them is annotated again
     known = tuple(s.id for s in store.segments("parses") if s.target["parse"] == parse)
     todo = sorted(k for k in keys if k not in parsed)
     stage.reused = len(keys) - len(todo)
@@ -48,7 +48,7 @@ def parse_stage(run: BuildRun, keys: set[str], texts: dict[str, str]) -> set[str
     run.runner.run([Job(ParseTask(store=store.ref, keys=tuple(part), lease=run.lease, known=known, record=run.record(),
                                   label=f"parse {i}/{len(parts)}", parser=run.options.parser, parse=parse,
                                   fingerprint=run.fingerprint, texts=tuple(texts[k] for k in part),
-                                  device=run.settings.parse_device), done)
+                                  device=run.settings.parse_device, annotations=tuple(sorted(run.annotations))), done)
                     for i, part in enumerate(parts, 1)])
     stage.seconds = time.perf_counter() - t0
     run.report.stages.append(stage)

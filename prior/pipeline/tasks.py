@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prior.featurestore import StoreRef
+from prior.featurestore.segment_files import ANNOTATIONS
 from prior.pipeline.features.base import Feature
 
 
@@ -59,10 +60,14 @@ class ParseTask(PartitionTask):
     fingerprint: dict[str, Any]  # the parser's identity, recorded with the parses
     texts: tuple[str, ...]
     device: str = "auto"  # where a biaffine model runs ("auto": this worker's GPU if it has one)
+    #: the annotations beyond words, heads and relations that the build's features read (closed
+    #: under what they are made from: `prior.pipeline.parsers.annotations.closure`)
+    annotations: tuple[str, ...] = ANNOTATIONS
 
     @property
     def stage(self) -> str:
-        return f"parse {self.parse}"
+        held = "" if set(self.annotations) == set(ANNOTATIONS) else f" with {','.join(sorted(self.annotations)) or 'none'}"
+        return f"parse {self.parse}{held}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,8 +25,9 @@ from typing import Any
 from prior.errors import NotFoundError
 from prior.featurestore import open_store
 from prior.featurestore.catalog import Segment
+from prior.featurestore.segment_files import held_annotations
 from prior.featurestore.store import EntryInfo, Store
-from prior.pipeline.features.base import Feature
+from prior.pipeline.features.base import Feature, annotations_of
 from prior.pipeline.parsers.base import Parse
 from prior.pipeline.tasks import FeatureTask, ParseTask, PartitionResult, PartitionTask
 
@@ -73,7 +74,8 @@ def parse_partition(task: ParseTask) -> PartitionResult:
     store = open_store(task.store, lease=task.lease)
 
     def committed() -> tuple[set[str], bool]:
-        return _already_committed(store, "parses", lambda s: s.target["parse"] == task.parse, task)
+        return _already_committed(store, "parses", lambda s: s.target["parse"] == task.parse
+                                  and set(task.annotations) <= held_annotations(s), task)
 
     done, rerun = committed()
     todo = _kept(task.keys, done)
@@ -82,13 +84,13 @@ def parse_partition(task: ParseTask) -> PartitionResult:
     keys, texts = [task.keys[i] for i in todo], [task.texts[i] for i in todo]
     parser = get_parser(task.parser, task.device)
     try:
-        parses: list[Parse | None] = list(parser.parse(texts))
+        parses: list[Parse | None] = list(parser.parse(texts, task.annotations))
         failures: list[tuple[str, str]] = []
     except Exception:  # noqa: BLE001 - isolate the bad sentence(s), below
         parses, failures = [], []
         for key, text in zip(keys, texts):
             try:
-                parses.append(parser.parse([text])[0])
+                parses.append(parser.parse([text], task.annotations)[0])
             except Exception as exc:  # noqa: BLE001
                 parses.append(None)
                 failures.append((key, _short(exc)))
@@ -97,7 +99,7 @@ def parse_partition(task: ParseTask) -> PartitionResult:
     # what the parser failed on is recorded with the parses: reads leave those pairs out
     store.write_parses(task.parse, task.fingerprint, [k for k, _ in ok], [p.to_record() for _, p in ok],
                        spec=task.parser, skipped={k: "the parser failed on it" for k, _ in failures if k not in done},
-                       meta={**task.record, TASK_META: task.token})
+                       meta={**task.record, TASK_META: task.token}, annotations=task.annotations)
     skipped = len(task.keys) - len(ok) - len(failures)
     return PartitionResult(done=len(ok), skipped=skipped, failures=tuple(failures), rerun=rerun or raced)
 
@@ -130,11 +132,13 @@ def feature_partition(task: FeatureTask) -> PartitionResult:
     pairs = None if task.pairs is None else [task.pairs[i] for i in kept]
     feature = _feature(task.feature, entry.key)
     wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
-    parses = {r["sent_key"]: Parse.from_record(r)
-              for r in store.parses(wanted, parse=task.parse, cache=True).iter_rows(named=True)}
+    needs = annotations_of([feature])
+    parses = {r["sent_key"]: Parse.from_record(r, absent="")
+              for r in store.parses(wanted, parse=task.parse, cache=True, needs=needs).iter_rows(named=True)}
     if (missing := [k for k in wanted if k not in parses]):
-        raise NotFoundError(f"{store.location}: parse {task.parse} lacks {len(missing)} sentence(s) of this "
-                            f"partition, e.g. {missing[0]}")
+        annotated = f" annotated with {', '.join(sorted(needs))}" if needs else ""
+        raise NotFoundError(f"{store.location}: parse {task.parse} lacks {len(missing)} sentence(s){annotated} of "
+                            f"this partition, e.g. {missing[0]}")
     items: list[Any] = [parses[k] for k in keys] if pairs is None else [(parses[a], parses[b]) for a, b in pairs]
     try:
         results: list[Any] = list(feature.compute(items))

@@ -10,11 +10,12 @@ change results (batch sizes, workers) are not parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from prior.featurestore.segment_files import ANNOTATIONS
 from prior.layouts.kinds import Layout
 
 if TYPE_CHECKING:
@@ -118,3 +119,20 @@ class FeatureBase:
 
     def setup(self) -> None:
         """Nothing to load."""
+
+    def annotations(self) -> frozenset[str]:
+        """The parse annotations (of `ANNOTATIONS`: tags, UPOS, lemmas, entity types) that
+        ``compute`` and ``prepare`` read beyond words, heads and relations; the build has spaCy
+        make only those its features read (`prior.pipeline.parsers.annotations`). All of them
+        unless a feature says less. Optional: the build reads it with `annotations_of`."""
+        return frozenset(ANNOTATIONS)
+
+
+def annotations_of(features: Iterable[Any]) -> frozenset[str]:
+    """The parse annotations that ``features`` read together (all of them for a feature that
+    does not say)."""
+    out: set[str] = set()
+    for feature in features:
+        reads = getattr(feature, "annotations", None)
+        out |= set(ANNOTATIONS) if reads is None else set(reads())
+    return frozenset(out)

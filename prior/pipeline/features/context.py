@@ -12,8 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from prior.errors import NotFoundError
+from prior.featurestore.segment_files import ANNOTATIONS
 from prior.featurestore.store import Store
 from prior.pipeline.parsers.base import Parse
+
+ALL = frozenset(ANNOTATIONS)
 
 
 class FeatureOptions(Protocol):
@@ -45,6 +49,8 @@ class BuildContext:
     split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
     _parses: Callable[[Sequence[str]], list[Parse]]
     unparsed: set[str] = field(default_factory=set)  # sentences this build could not parse
+    #: the parse annotations this build's features read (`Feature.annotations`): those its parses hold
+    annotations: frozenset[str] = ALL
 
     @property
     def splits(self) -> list[str]:
@@ -72,6 +78,12 @@ class BuildContext:
     def words(self, sentence_keys: Sequence[str]) -> list[tuple[list[str], list[str]]]:
         """(words, lemmas) of each sentence, in order: what comparing word forms needs, read
         without building whole parses."""
-        df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"))
-        found = dict(zip(df["sent_key"].to_list(), zip(df["words"].to_list(), df["lemmas"].to_list())))
+        needs = self.annotations & {"lemmas"}
+        df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"), needs=needs)
+        found = {key: (words, lemmas if lemmas is not None else [""] * len(words))  # not annotated: not read
+                 for key, words, lemmas in zip(df["sent_key"].to_list(), df["words"].to_list(), df["lemmas"].to_list())}
+        if missing := [k for k in sentence_keys if k not in found]:
+            held = f" with {', '.join(sorted(needs))}" if needs else ""
+            raise NotFoundError(f"{self.store.location}: parse {self.parse} holds {len(missing)} sentence(s) of "
+                                f"{self.dataset} not{held}, e.g. {missing[0]}; build that split with this feature")
         return [found[k] for k in sentence_keys]

@@ -159,6 +159,10 @@ class DepFeature(FeatureBase):
         self.nu = float(nu)
         self.compare: WordCompare = check_compare(compare)
 
+    def annotations(self) -> frozenset[str]:
+        """Words, heads and relations; lemmas too where words compare by lemma."""
+        return frozenset({"lemmas"}) if self.compare == "lemma" else frozenset()
+
     def params(self) -> dict[str, Any]:
         # ``tfidf`` does not change M or S: it names the weighting of the `tfidf` entry a read of
         # this entry pairs it with (prior/layouts/views.py, select_dep), so each weighting is its own key

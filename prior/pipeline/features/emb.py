@@ -170,6 +170,10 @@ class EmbFeature(FeatureBase):
         self._index: dict[str, int] | None = None
         self._token = ""
 
+    def annotations(self) -> frozenset[str]:
+        """Words only."""
+        return frozenset()
+
     def params(self) -> dict[str, Any]:
         # The file path is not a parameter: the vocabulary's content key is.
         return {"vocab": self.resource, "lookup": self.lookup, "kind": self.kind}

@@ -133,6 +133,10 @@ class SdoiFeature(FeatureBase):
         self.relation = relation
         self.leaf_self_loops = leaf_self_loops
 
+    def annotations(self) -> frozenset[str]:
+        """Heads (and words, in its error messages) only."""
+        return frozenset()
+
     def params(self) -> dict[str, Any]:
         """Resolved semantics, stated so that a change of meaning would change the entry key.
 

@@ -144,6 +144,10 @@ class TfidfFeature(FeatureBase):
         self.dataset: str | None = None
         self._idf: IdfTable | None = None
 
+    def annotations(self) -> frozenset[str]:
+        """Words; lemmas too where words compare by lemma."""
+        return frozenset({"lemmas"}) if self.compare == "lemma" else frozenset()
+
     def params(self) -> dict[str, Any]:
         return {"compare": self.compare, "weighting": self.weighting, "dataset": self.dataset, "idf": self.idf_key,
                 "idf_splits": list(self.idf_splits),

@@ -267,6 +267,13 @@ class WupFeature(FeatureBase):
                 f"wup: this process's WordNet is {found}, but the feature's parameters were "
                 f"resolved with {self._version}; install the same WordNet on every worker")
 
+    def annotations(self) -> frozenset[str]:
+        """The default preset: lemmas and UPOS (WordNet lookup, part of speech, PROPN names), and
+        entity types where some are names (``name_entities``); the uerbert presets: words only."""
+        if self.preset != "default":
+            return frozenset()
+        return frozenset({"lemmas", "upos"} | ({"ents"} if self.name_entities else set()))
+
     def params(self) -> dict[str, Any]:
         """Every setting that changes S, resolved; includes the WordNet content hash."""
         if self._version is None:

@@ -8,7 +8,7 @@ forest, one root (head 0) per grammatical sentence, heads indexing the whole tex
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,8 +80,20 @@ class Parse:
         return {name: list(getattr(self, name)) for name in PARSE_FIELDS}
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Sequence[Any]]) -> Parse:
-        return cls(**{name: tuple(record[name]) for name in PARSE_FIELDS})
+    def from_record(cls, record: Mapping[str, Sequence[Any] | None], absent: str | None = None) -> Parse:
+        """The Parse of a stored record. A field the record does not hold (null: its build did
+        not annotate it, `prior.pipeline.parsers.annotations`) is an error, or ``absent`` for
+        every word where the caller said which annotations it reads and was served only those."""
+        fields: dict[str, tuple[Any, ...]] = {}
+        for name in PARSE_FIELDS:
+            value = record[name]
+            if value is None:
+                if absent is None:
+                    raise ValueError(f"this parse record holds no {name}: the build that made it did not annotate "
+                                     "them (no feature it built reads them)")
+                value = [absent] * len(record["words"] or ())
+            fields[name] = tuple(value)
+        return cls(**fields)
 
 
 @runtime_checkable
@@ -90,14 +102,16 @@ class DependencyParser(Protocol):
 
     ``name`` is the backend's registry name; ``fingerprint()`` returns everything that
     identifies its output (backend, model name, model checksum, settings) and feeds the parse
-    id of the store. ``parse_words`` parses pre-tokenized words (gold tokens, for evaluation)
-    and returns (heads, rels) per sentence.
+    id of the store. ``parse`` gives words, heads and relations, and of the other fields those
+    of ``annotations`` (`prior.pipeline.parsers.annotations`; the others are empty strings).
+    ``parse_words`` parses pre-tokenized words (gold tokens, for evaluation) and returns (heads,
+    rels) per sentence.
     """
 
     name: str
 
     def fingerprint(self) -> dict[str, Any]: ...
 
-    def parse(self, texts: Sequence[str]) -> list[Parse]: ...
+    def parse(self, texts: Sequence[str], annotations: Collection[str] = ...) -> list[Parse]: ...
 
     def parse_words(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]: ...

@@ -23,7 +23,7 @@ spaCy's ``senter`` rather than spaCy's dependency parser (see :mod:`.spacy_backe
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ import torch
 
 from prior.errors import ResourceError
 from prior.hints import option
+from prior.pipeline.parsers.annotations import ALL
 from prior.pipeline.parsers.artifact import (
     SENTENCES_FOR_BIAFFINE,
     LoadedModel,
@@ -232,8 +233,8 @@ class BiaffineParser:
             spacy_part, sentences = fingerprint_of_package(), splitter_of_package(None, SENTENCES)
         return biaffine_fingerprint(loaded.name, loaded.checksum, spacy_part, sentences, int8=self.int8)
 
-    def parse(self, texts: Sequence[str]) -> list[Parse]:
-        docs = self.annotator.docs(texts)
+    def parse(self, texts: Sequence[str], annotations: Collection[str] = ALL) -> list[Parse]:
+        docs = self.annotator.docs(texts, annotations)
         spans, words = self.sentence_words(docs)
         return self.assemble(docs, spans, self.biaffine.predict(words))
 

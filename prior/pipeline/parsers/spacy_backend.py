@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from prior.errors import ResourceError
 from prior.featurestore.keys import normalize_text
+from prior.pipeline.parsers.annotations import ALL, skipped_components
 from prior.pipeline.parsers.base import Parse
 from prior.pipeline.parsers.emoji import COMPONENT as EMOJI_COMPONENT
 from prior.pipeline.parsers.emoji import add_emoji_component
@@ -146,10 +147,14 @@ class SpacyAnnotator:
     def fingerprint(self) -> dict[str, Any]:
         return spacy_fingerprint(Path(self.nlp.path), self.nlp.meta)
 
-    def docs(self, texts: Sequence[str]) -> list[Any]:
-        """Annotated Docs of the normalized ``texts`` (in order)."""
+    def docs(self, texts: Sequence[str], annotations: Collection[str] = ALL) -> list[Any]:
+        """Docs of the normalized ``texts`` (in order): words and sentences, plus the
+        ``annotations`` asked for (and those they are made from: `annotations.closure`); the
+        components that make none of them do not run, and leave their attributes empty."""
+        disable = skipped_components(self.nlp.pipe_names, annotations)
         with single_threaded_blas():
-            return list(self.nlp.pipe((normalize_text(t) for t in texts), batch_size=self.batch_size))
+            return list(self.nlp.pipe((normalize_text(t) for t in texts), batch_size=self.batch_size,
+                                      disable=disable))
 
     def word_docs(self, sentences: Sequence[Sequence[str]]) -> list[Any]:
         """Annotated Docs of pre-tokenized sentences, one sentence (one tree) each."""
@@ -204,8 +209,8 @@ class SpacyParser:
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": self.name, **self.annotator.fingerprint()}
 
-    def parse(self, texts: Sequence[str]) -> list[Parse]:
-        return [doc_to_parse(doc) for doc in self.annotator.docs(texts)]
+    def parse(self, texts: Sequence[str], annotations: Collection[str] = ALL) -> list[Parse]:
+        return [doc_to_parse(doc) for doc in self.annotator.docs(texts, annotations)]
 
     def parse_words(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[str]]]:
         return [doc_heads_rels(doc) for doc in self.annotator.word_docs(sentences)]
