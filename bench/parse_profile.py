@@ -4,6 +4,7 @@ with the shared data), in CPU time.
 
     PRIOR_DATA_DIR=../shared/data python bench/parse_profile.py                       # default parser, all sentences
     PRIOR_DATA_DIR=../shared/data python bench/parse_profile.py --parser biaffine-int8
+    PRIOR_DATA_DIR=../shared/data python bench/parse_profile.py --features dep,sdoi  # no tagger, lemmatizer, NER
     python bench/parse_profile.py --limit 300 --chunk 100                              # a smoke test
 
 1. **Start-up** of a worker, in a fresh process (wall and CPU seconds of each step): import
@@ -11,7 +12,8 @@ with the shared data), in CPU time.
    imports included), parse a first sentence.
 2. **Components**, in this process with one torch thread (as a build's worker runs), the
    sentences cut into chunks of ``--chunk`` (a build's parse partition holds up to 2,000):
-   the text normalization, spaCy's tokenizer, each spaCy component by name (``spacy:ner`` …),
+   the text normalization, spaCy's tokenizer, each spaCy component by name (``spacy:ner`` …;
+   only those whose annotations the ``--features`` read, as a build of them runs),
    the sentence spans and word lists handed to the model, then the biaffine model's stages as
    the parser runs them (``tensors``: word and character ids, Python; ``embed``: word
    embeddings and the character LSTM; ``bilstm``; ``arc``: arc MLPs and biaffine scores;
@@ -102,19 +104,23 @@ def startup(spec: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def profile_chunk(parser: Any, texts: list[str], clock: Clock) -> list[Any]:
-    """``parser.parse(texts)`` stage by stage (the parser's own code), each stage clocked."""
+def profile_chunk(parser: Any, texts: list[str], clock: Clock, annotations: frozenset[str]) -> list[Any]:
+    """``parser.parse(texts, annotations)`` stage by stage (the parser's own code), each stage clocked."""
     from prior.featurestore.keys import normalize_text
+    from prior.pipeline.parsers.annotations import skipped_components
     from prior.pipeline.parsers.spacy_backend import doc_to_parse
     from prior.pipeline.parsers.spacy_kernels import single_threaded_blas
 
     annotator = parser.annotator
     nlp = annotator.nlp
+    skipped = skipped_components(nlp.pipe_names, annotations)
     with clock("normalize"):
         normalized = [normalize_text(t) for t in texts]
     with clock("tokenizer"):
         docs = [nlp.tokenizer(t) for t in normalized]
     for name, component in nlp.pipeline:
+        if name in skipped:  # the build's features read nothing it makes
+            continue
         with clock(f"spacy:{name}"), single_threaded_blas():  # as the annotator runs them
             pipe = getattr(component, "pipe", None)  # a function component has none
             docs = list(pipe(docs, batch_size=annotator.batch_size)) if pipe else [component(d) for d in docs]
@@ -132,12 +138,25 @@ def profile_chunk(parser: Any, texts: list[str], clock: Clock) -> list[Any]:
         return [p.to_record() for p in parser.assemble(docs, spans, preds)]
 
 
+def features_annotations(features: list[str]) -> frozenset[str]:
+    """The parse annotations a build of ``features`` (default options) makes."""
+    from prior.pipeline.build_options import BuildOptions
+    from prior.pipeline.features.base import annotations_of
+    from prior.pipeline.features.registry import plan_features
+    from prior.pipeline.parsers.annotations import closure
+
+    planned = plan_features(tuple(features), BuildOptions(dataset="bench", features=tuple(features)))
+    return closure(annotations_of(feature for feature, _ in planned))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parser", default="biaffine", help="Parser spec (default: biaffine).")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("PRIOR_DATA_DIR", SHARED)))
     ap.add_argument("--limit", type=int, default=None, help="Only the first N sentences (after a seeded shuffle).")
     ap.add_argument("--chunk", type=int, default=2000, help="Sentences per parse call (a build's partition).")
+    ap.add_argument("--features", default="dep,sdoi,wup",
+                    help="The build's features: spaCy runs only the components whose annotations they read.")
     ap.add_argument("--skip-startup", action="store_true")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     ap.add_argument("--startup-child", action="store_true", help=argparse.SUPPRESS)
@@ -161,11 +180,13 @@ def main() -> None:
             print(f"start-up  {name:22s} {row['wall_s']:7.2f} s wall {row['cpu_s']:7.2f} s CPU", flush=True)
     from prior.pipeline.parsers import get_parser
 
+    annotations = features_annotations(args.features.split(","))
+    results["features"], results["annotations"] = args.features, sorted(annotations)
     parser = get_parser(args.parser, "cpu")
     parser.parse(["A warm-up sentence is parsed before the clock starts.", "Two dogs run."])
     chunks = [texts[i:i + args.chunk] for i in range(0, len(texts), args.chunk)]
     clock = Clock()
-    profiled = [r for chunk in chunks for r in profile_chunk(parser, chunk, clock)]
+    profiled = [r for chunk in chunks for r in profile_chunk(parser, chunk, clock, annotations)]
     words = sum(len(r["words"]) for r in profiled)
     total = sum(clock.seconds.values())
     rows = []
@@ -175,7 +196,7 @@ def main() -> None:
         print(f"{name:18s} {seconds:9.2f} s CPU {1000 * seconds / len(texts):8.3f} ms/sentence {100 * seconds / total:6.1f} %",
               flush=True)
     start = time.process_time()
-    direct = [p.to_record() for chunk in chunks for p in parser.parse(chunk)]
+    direct = [p.to_record() for chunk in chunks for p in parser.parse(chunk, annotations)]
     direct_s = time.process_time() - start
     results.update({"words": words, "components": rows, "profiled_cpu_s": round(total, 3),
                     "sentences_per_cpu_s": round(len(texts) / total, 1),

@@ -122,3 +122,23 @@ def test_a_complete_parse_serves_a_build_that_reads_less(tmp_path):
         for column in [c for c in ours.columns if c.startswith(name)]:
             for a, b in zip(ours[column].to_list(), theirs[column].to_list()):
                 np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_a_build_makes_the_annotations_asked_for_too(tmp_path):
+    _build(tmp_path / "s", ("sdoi",), annotate=("ents",))
+    (seg,) = open_store(tmp_path / "s").segments("parses")
+    assert seg.target["annotations"] == ["ents"]
+    with pytest.raises(PriorError, match="unknown annotation"):
+        _build(tmp_path / "t", ("sdoi",), annotate=("entities",))
+    assert not (tmp_path / "t" / "catalog").exists() or not open_store(tmp_path / "t").segments("parses")
+
+
+def test_the_recipe_that_parses_again_asks_for_what_the_dropped_records_held():
+    from prior.cli.recipe import CommandLines
+    from prior.featurestore.recipe import Recipe, recipe_problem
+
+    recipe = Recipe(dataset="sick", split="test", annotate=("lemmas", "ents"))
+    assert Recipe.from_dict(recipe.to_dict()) == recipe
+    assert "--annotate lemmas,ents" in CommandLines().recipe(recipe)
+    assert recipe_problem(recipe.to_dict()) is None
+    assert "annotations" in str(recipe_problem({"dataset": "sick", "annotate": ["--code=/x.py"]}))

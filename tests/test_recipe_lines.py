@@ -197,6 +197,7 @@ RECIPES = st.builds(
                                   for n in names])),
     parser=st.one_of(st.none(), st.sampled_from(["spacy", "biaffine"]), _TEXT.map(lambda t: f"biaffine:{t}")),
     store=st.one_of(st.none(), _PATH, st.just("--code=/evil.py")),
+    annotate=st.lists(st.sampled_from(["lemmas", "upos", "tags", "ents"]), unique=True, max_size=4).map(tuple),
 )
 
 
@@ -219,7 +220,8 @@ def _read_back(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Recipe:
                                    {"embeddings": str(o.embeddings)} if f == "emb" and o.embeddings else {})
                      for f in o.features)
     return source.with_(dataset=o.dataset, split=None if o.splits is None else ",".join(o.splits), limit=o.limit,
-                        features=features, parser=o.parser, store=run.store.location)  # the StoreRef's location
+                        features=features, parser=o.parser, store=run.store.location,  # the StoreRef's location
+                        annotate=o.annotate)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

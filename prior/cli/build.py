@@ -48,6 +48,7 @@ def build_cmd(
     embeddings: Annotated[Path | None, typer.Option(help="Embedding file for `emb` (word2vec txt/bin, GloVe, fastText .vec).")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Feature option FEATURE.NAME=VALUE, repeatable, e.g. -o dep.nu=0.25 -o wup.preset=uerbert-code (see docs/).")] = None,
     hub: Annotated[bool, typer.Option("--hub", help="Read every split the Hugging Face hub has that no local file holds (needs the `datasets` library and network). Without it the hub is tried only for a split named with --split.")] = False,
+    annotate: Annotated[str | None, typer.Option(help="Parse annotations to make beyond those the features read: any of lemmas, upos, tags, ents (by default a build has spaCy make only what its features read; see docs/parsers.md).")] = None,
     max_words: Annotated[int, typer.Option(min=1, help="Longest sentence to parse, in words (or 20 characters a word); a longer one is reported with its file and row and its pair gets no features.")] = MAX_WORDS,
     partition_size: Annotated[int, typer.Option(min=1, help="Items per Dask partition (does not change results).")] = 2000,
     text_a: Annotated[str, typer.Option(help="For a file: column of the first sentence.")] = "sentence1",
@@ -72,6 +73,7 @@ def build_cmd(
     options = BuildOptions(dataset=dataset, splits=_csv(split), features=feats, parser=parser or DEFAULT_PARSER,
                            limit=limit, data_dir=data_dir, embeddings=embeddings,
                            feature_options=parse_feature_options(option or []), max_words=max_words, hub=hub,
+                           annotate=_csv(annotate) or (),
                            columns={"text_a": text_a, "text_b": text_b, "label": label or None,
                                     "label_kind": label_kind}, name=name, replace=replace)
     warn_missing_data_dir(data_dir)

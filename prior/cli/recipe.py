@@ -68,6 +68,8 @@ def build_args(recipe: Recipe) -> list[str]:
             args += _option(INPUT_FLAGS[key], path)
     if recipe.parser:
         args += _option("--parser", recipe.parser)
+    if recipe.annotate:
+        args += _option("--annotate", ",".join(recipe.annotate))
     if recipe.store is not None:
         args += _option("--store", recipe.store)
     return args

@@ -21,7 +21,8 @@ from prior.featurestore.entries import EntryInfo
 from prior.featurestore.names import name_problem
 from prior.featurestore.rebuild import MissingDataError, restore_recipe
 from prior.featurestore.recipe import Recipe, render
-from prior.featurestore.segment_files import read_parquet, source_of
+from prior.featurestore.parse_columns import ANNOTATIONS
+from prior.featurestore.segment_files import held_annotations, read_parquet, source_of
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import later_refs, lost_pairs, restore_text, shape_recipe, split_shape
 
@@ -104,14 +105,16 @@ def short_splits(store: SegmentStore, segments: Sequence[Segment],
 
 
 def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment], skip: set[str],
-                     specs: Mapping[str, str] | None = None) -> list[tuple[str, str, str, Recipe]]:
+                     specs: Mapping[str, str] | None = None,
+                     annotated: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, str, str, Recipe]]:
     """(dataset, split, ``verify``'s line, the build that restores them) for each current pairs
     segment whose sentences the store does not hold, or whose sentences lack a parse that a
     feature entry computed from them (so the parse was there and is gone). ``segments``: the
     committed ones; ``skip``: ids of damaged ones (their keys are not read, and what they may
     hold is not reported again); ``specs``: parse → parser spec of parses whose records were
-    just dropped (the store records them no more)."""
-    specs = specs or {}
+    just dropped (the store records them no more); ``annotated``: parse → the annotations its dropped
+    records held, which the build that restores them makes too (`dropped_annotations`)."""
+    specs, annotated = specs or {}, annotated or {}
     usable = [s for s in segments if s.id not in skip]
     # what a damaged (not yet dropped) segment may hold is reported as that segment's damage
     damaged_sentences = any(s.kind == "sentences" for s in segments if s.id in skip)
@@ -146,7 +149,7 @@ def incomplete_pairs(store: SegmentStore, segments: Sequence[Segment], skip: set
                 used = keys & have
             if unparsed := used - parsed.get(info.parse, set()):
                 recipe = restore_recipe(store, dataset, split, parse=info.parse, entries=[info],
-                                        parser=specs.get(info.parse))
+                                        parser=specs.get(info.parse)).with_(annotate=annotated.get(info.parse, ()))
                 out.append((dataset, split, f"{where}: {len(unparsed)} of its sentences have no parse "
                                             f"{info.parse[:12]} (entry {info.spec} {info.key[:12]} was computed "
                                             f"from it); restore it with: {render(recipe)}", recipe))
@@ -164,13 +167,14 @@ def rebuild_recipes(store: SegmentStore, dropped: Sequence[Segment]) -> list[Rec
     store.refresh()
     segments = store.segments()
     specs = {s.target["parse"]: s.target["spec"] for s in dropped if s.kind == "parses"}
+    held = dropped_annotations(dropped)
     short = short_splits(store, segments, set())
     # a split found short has its build already (it knows the row limit of a dropped latest segment)
     reported = {(dataset, split) for dataset, split, *_ in short}
     recipes = [restore_recipe(store, s.target["dataset"], s.target["split"], dropped=s)
                for s in dropped if s.kind == "pairs" and (s.target["dataset"], s.target["split"]) not in reported]
     recipes += [recipe for *_, recipe in short]
-    recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set(), specs)]
+    recipes += [recipe for *_, recipe in incomplete_pairs(store, segments, set(), specs, held)]
     coverage = Coverage(store)
     for seg in dropped:
         if seg.kind == "feature":
@@ -198,8 +202,19 @@ def _parse_recipes(store: SegmentStore, dropped: Segment, coverage: Coverage) ->
         keys = set(rows["key_a"].to_list()) | set(rows["key_b"].to_list())
         lacking = keys - parsed - skipped.keys()
         if lacking and (len(lacking) < len(keys) or not parsed):
-            out.append(restore_recipe(store, dataset, split, parse=parse, parser=spec))
+            out.append(restore_recipe(store, dataset, split, parse=parse, parser=spec)
+                       .with_(annotate=dropped_annotations([dropped]).get(parse, ())))
     return out
+
+
+def dropped_annotations(dropped: Sequence[Segment]) -> dict[str, tuple[str, ...]]:
+    """Parse → the annotations its dropped parses segments held (a build annotates only what its
+    features read, so the one that parses them again is asked for these too)."""
+    out: dict[str, set[str]] = {}
+    for s in dropped:
+        if s.kind == "parses" and s.rows:
+            out.setdefault(s.target["parse"], set()).update(held_annotations(s))
+    return {parse: tuple(a for a in ANNOTATIONS if a in names) for parse, names in out.items() if names}
 
 
 def _resource_recipes(store: SegmentStore, dropped: Segment, coverage: Coverage) -> list[Recipe]:

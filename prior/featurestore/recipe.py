@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from prior.featurestore.names import name_problem
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.parser_spec import ParserSpec, ParserSpecError
 
 #: a file's reader options when not told otherwise (GLUE-style column names); the only reader
@@ -76,6 +77,9 @@ class Recipe:
     features: tuple[FeatureRecipe, ...] = ()
     parser: str | None = None
     store: str | None = None
+    #: parse annotations to make beyond those the features read (a rebuild of a dropped parse
+    #: that held them: `prior.featurestore.missing`)
+    annotate: tuple[str, ...] = ()
     recorded_parser_loads_code: bool = False
 
     def with_(self, **changes: Any) -> Recipe:
@@ -95,6 +99,8 @@ class Recipe:
             out["columns"] = dict(self.columns)
         if self.features:
             out["features"] = [f.to_dict() for f in self.features]
+        if self.annotate:
+            out["annotate"] = list(self.annotate)
         return out
 
     @classmethod
@@ -104,7 +110,7 @@ class Recipe:
                    columns=dict(d.get("columns") or {}), split=d.get("split"),
                    limit=int(limit) if limit is not None else None,
                    features=tuple(FeatureRecipe.from_dict(f) for f in d.get("features") or ()),
-                   parser=d.get("parser"), store=d.get("store"))
+                   parser=d.get("parser"), store=d.get("store"), annotate=tuple(d.get("annotate") or ()))
 
 
 def read_recorded(record: Mapping[str, Any]) -> Recipe | None:
@@ -122,7 +128,7 @@ def read_recorded(record: Mapping[str, Any]) -> Recipe | None:
 # A store is data someone may hand you: a recipe it records is rendered into lines a user runs,
 # so every recorded value is checked against the schema before anything renders it.
 _RECIPE_FIELDS = frozenset({"dataset", "name", "data_dir", "columns", "split", "limit", "features", "parser",
-                            "store"})
+                            "store", "annotate"})
 _FEATURE_FIELDS = frozenset({"name", "options", "inputs"})
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
 _OPTION_NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -215,6 +221,8 @@ def recipe_problem(raw: object) -> str | None:
         return f"has a split {raw['split']!r} that is no split name"
     if "limit" in raw and not (type(raw["limit"]) is int and raw["limit"] > 0):
         return f"has a limit {raw['limit']!r} that is no positive integer"
+    if "annotate" in raw and not (isinstance(raw["annotate"], list) and set(raw["annotate"]) <= set(ANNOTATIONS)):
+        return f"has annotations {raw['annotate']!r} that are not among {', '.join(ANNOTATIONS)}"
     columns = raw.get("columns") or {}
     if not isinstance(columns, Mapping):
         return "has columns that are not an object"

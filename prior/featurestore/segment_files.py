@@ -18,14 +18,10 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
 from prior.featurestore.fs import StoreFS
+from prior.featurestore.parse_columns import ANNOTATIONS, PARSE_COLUMNS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged
 
-#: the columns of a parse record (one list per sentence each)
-PARSE_COLUMNS = ("words", "lemmas", "upos", "tags", "heads", "rels", "ents")
-#: the columns a parse segment may lack (a build annotates only what its features read): its
-#: target's ``annotations`` lists those it holds, and a target without that field holds them all
-ANNOTATIONS = ("lemmas", "upos", "tags", "ents")
 
 
 def held_annotations(segment: Segment) -> frozenset[str]:

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from prior.errors import DataError
+from prior.errors import DataError, PriorError
 from prior.featurestore import keys as K
 from prior.featurestore import open_store
 from prior.featurestore.lease import Lease, clean_dead, lease_seconds, read_leases
@@ -45,7 +45,7 @@ from prior.pipeline.build_run import BuildRun
 from prior.pipeline.datasets.api import Source
 from prior.pipeline.feature_stage import StageClock, feature_context, feature_jobs
 from prior.pipeline.features.base import Feature, annotations_of
-from prior.pipeline.parsers.annotations import closure
+from prior.pipeline.parsers.annotations import ALL, ANNOTATIONS, closure
 from prior.pipeline.ingest import ingest, split_sources
 from prior.pipeline.parse_stage import parse_stage
 from prior.pipeline.runner import Runner
@@ -70,11 +70,11 @@ def build(options: BuildOptions, run: RunOptions | None = None) -> BuildReport:
     check_tree(store.fs)  # a folder where a file belongs, or the reverse: one line, before the lease
     report = BuildReport(dataset=str(options.dataset), store=store.location)
     planned = plan_features(options.features, options)  # unknown names fail before any work
+    annotations = _annotations(options, [feature for feature, _ in planned])
     fingerprint = _parser_fingerprint(options.parser)  # a missing parser model fails before any work
     report.parse = K.parse_id(fingerprint)
     lease = Lease(store.fs, f"prior build {options.dataset}").acquire()  # the store's writability check
     store.lease = lease.id
-    annotations = closure(annotations_of(feature for feature, _ in planned))
     current = BuildRun(store, options, settings, Runner(settings), report, fingerprint, annotations, started=started)
     try:
         report.notes += _tidy(store)
@@ -171,6 +171,14 @@ def _check_store_shared(store: Store, settings: RunOptions) -> None:
         raise DataError(f"the store {store.location} lives in this process's memory, which {where} cannot see "
                         f"(each process has its own memory); build it with {option('workers', '0')} and no "
                         f"{option('scheduler')}, or use a directory or an object store")
+
+
+def _annotations(options: BuildOptions, features: list[Feature]) -> frozenset[str]:
+    """The parse annotations the build makes: those its features read, and those asked for."""
+    if unknown := sorted(set(options.annotate) - ALL):
+        raise PriorError(f"{option('annotate', ','.join(options.annotate))}: unknown annotation(s) "
+                         f"{', '.join(unknown)}; choose from {', '.join(ANNOTATIONS)}")
+    return closure(annotations_of(features) | set(options.annotate))
 
 
 def _check_settings(options: BuildOptions) -> None:

@@ -40,6 +40,8 @@ class BuildOptions:
     # ``splits`` (a named split is always looked up there when no local file has it)
     hub: bool = False
     max_words: int = MAX_WORDS  # a longer sentence is not parsed: counted, reported, its pair skipped
+    #: parse annotations to make beyond those the features read (`prior.pipeline.parsers.annotations`)
+    annotate: tuple[str, ...] = ()
     # feature name -> an entry's recorded params: the feature restores them (`Feature.restore`)
     # instead of preparing them from this dataset (`prior predict`: new pairs, a model's entries)
     restore: dict[str, dict[str, Any]] = field(default_factory=dict)

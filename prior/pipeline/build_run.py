@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prior.featurestore.catalog import SPLITS
-from prior.featurestore.segment_files import ANNOTATIONS
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.store import Store
 from prior.pipeline.build_options import BuildOptions, RunOptions
 from prior.pipeline.build_report import BuildReport, StageReport

@@ -52,7 +52,7 @@ def feature_context(run: BuildRun, split_pairs: dict[str, list[Triple]], unparse
         return [cache[k] for k in keys]
 
     return BuildContext(store=run.store, dataset=run.report.dataset, options=run.options, parse=run.report.parse,
-                        split_pairs=split_pairs, _parses=parses_of, unparsed=unparsed, annotations=run.annotations)
+                        split_pairs=split_pairs, _parses=parses_of, unparsed=unparsed)
 
 
 def feature_jobs(run: BuildRun, ctx: BuildContext, feature: Feature, built_by: str, items: list[Any],

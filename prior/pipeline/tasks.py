@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prior.featurestore import StoreRef
-from prior.featurestore.segment_files import ANNOTATIONS
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.pipeline.features.base import Feature
 
 

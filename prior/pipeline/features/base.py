@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from prior.featurestore.segment_files import ANNOTATIONS
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.layouts.kinds import Layout
 
 if TYPE_CHECKING:

@@ -13,11 +13,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from prior.errors import NotFoundError
-from prior.featurestore.segment_files import ANNOTATIONS
 from prior.featurestore.store import Store
 from prior.pipeline.parsers.base import Parse
-
-ALL = frozenset(ANNOTATIONS)
 
 
 class FeatureOptions(Protocol):
@@ -49,8 +46,6 @@ class BuildContext:
     split_pairs: dict[str, list[tuple[str, str, str]]]  # split -> (pair_key, key_a, key_b)
     _parses: Callable[[Sequence[str]], list[Parse]]
     unparsed: set[str] = field(default_factory=set)  # sentences this build could not parse
-    #: the parse annotations this build's features read (`Feature.annotations`): those its parses hold
-    annotations: frozenset[str] = ALL
 
     @property
     def splits(self) -> list[str]:
@@ -75,10 +70,11 @@ class BuildContext:
     def parses(self, sentence_keys: Sequence[str]) -> list[Parse]:
         return self._parses(sentence_keys)
 
-    def words(self, sentence_keys: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+    def words(self, sentence_keys: Sequence[str], lemmas: bool = True) -> list[tuple[list[str], list[str]]]:
         """(words, lemmas) of each sentence, in order: what comparing word forms needs, read
-        without building whole parses."""
-        needs = self.annotations & {"lemmas"}
+        without building whole parses. ``lemmas``: whether the caller reads them (else a
+        sentence parsed without them is read too, its lemmas empty)."""
+        needs = {"lemmas"} if lemmas else set()
         df = self.store.parses(sentence_keys, parse=self.parse, columns=("words", "lemmas"), needs=needs)
         found = {key: (words, lemmas if lemmas is not None else [""] * len(words))  # not annotated: not read
                  for key, words, lemmas in zip(df["sent_key"].to_list(), df["words"].to_list(), df["lemmas"].to_list())}

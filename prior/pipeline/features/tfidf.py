@@ -179,7 +179,7 @@ class TfidfFeature(FeatureBase):
                     seen.add(key)
                     keys.append(key)
         idf = IdfTable.from_documents(word_forms(_Words(words, lemmas), self.compare)
-                                      for words, lemmas in ctx.words(keys))
+                                      for words, lemmas in ctx.words(keys, lemmas=self.compare == "lemma"))
         table, arrays = idf.to_arrow()
         key = ctx.store.write_resource(
             IDF_RESOURCE, table, arrays=arrays,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from prior.errors import PriorError
-from prior.featurestore.segment_files import ANNOTATIONS
+from prior.featurestore.parse_columns import ANNOTATIONS
 
 __all__ = ["ALL", "ANNOTATIONS", "COMPONENTS", "closure", "skipped_components"]
 

@@ -1,0 +1,138 @@
+"""What annotating only what the features read saves, and that it changes nothing else: the
+parser's ``parse`` over the distinct sentences `bench/scale.py` builds from, with every
+annotation (what the default ``dep,sdoi,wup`` build makes) and with the annotations of other
+feature sets, in CPU time, chunk by chunk in alternation (A, B, A, B … so that a busy machine
+disturbs both alike). Also spaCy's ``nlp.pipe`` batch sizes on the complete annotation.
+
+    PRIOR_DATA_DIR=../shared/data python bench/annotations.py                     # all sentences
+    python bench/annotations.py --limit 2000 --batch-sizes 64,256,1024             # a quick look
+
+For each feature set: the annotations it makes, CPU ms per sentence against the complete
+annotation's, and the sentences whose words, heads, relations or kept annotations differ from
+the complete one's (they must not: a component left out runs after, or apart from, those
+kept). For each batch size: CPU ms per sentence and the sentences whose record differs from
+the default batch size's. Writes bench/out/annotations-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from parse_profile import features_annotations  # bench/parse_profile.py
+from results import write_json  # bench/results.py (this script's folder is on sys.path)
+from scale import sentences  # bench/scale.py: the same distinct sentences
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+FEATURE_SETS = ("dep,sdoi", "dep,sdoi,wup -o wup.name_entities=", "sdoi")
+FIELDS = ("words", "heads", "rels", "tags", "upos", "lemmas", "ents")
+
+
+def feature_set_annotations(spec: str) -> frozenset[str]:
+    """``dep,sdoi`` or ``dep,sdoi,wup -o wup.name_entities=`` (one option, as the build's)."""
+    from prior.pipeline.build_options import BuildOptions
+    from prior.pipeline.features.base import annotations_of
+    from prior.pipeline.features.registry import plan_features
+    from prior.pipeline.parsers.annotations import closure
+
+    names, _, option = spec.partition(" -o ")
+    if not option:
+        return features_annotations(names.split(","))
+    key, _, value = option.partition("=")
+    feature, _, name = key.partition(".")
+    opts = BuildOptions(dataset="bench", features=tuple(names.split(",")), feature_options={feature: {name: value}})
+    return closure(annotations_of(f for f, _ in plan_features(opts.features, opts)))
+
+
+def differing(full: list[Any], other: list[Any], fields: list[str]) -> dict[str, int]:
+    """Per field, the sentences whose value differs."""
+    return {f: sum(getattr(a, f) != getattr(b, f) for a, b in zip(full, other)) for f in fields}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parser", default="biaffine", help="Parser spec (default: biaffine).")
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("PRIOR_DATA_DIR", SHARED)))
+    ap.add_argument("--limit", type=int, default=None, help="Only the first N sentences (after a seeded shuffle).")
+    ap.add_argument("--chunk", type=int, default=2000, help="Sentences per parse call (a build's partition).")
+    ap.add_argument("--feature-sets", default=";".join(FEATURE_SETS),
+                    help="Feature sets to compare with the complete annotation, ';'-separated.")
+    ap.add_argument("--batch-sizes", default="", help="spaCy batch sizes to compare, e.g. 64,256,1024 (none: skip).")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    args = ap.parse_args()
+    import torch
+
+    from prior.pipeline.parsers import get_parser
+    from prior.pipeline.parsers.annotations import ALL
+
+    torch.set_num_threads(1)
+    texts = sentences(args.data_dir)
+    random.Random(0).shuffle(texts)
+    texts = texts[: args.limit] if args.limit else texts
+    chunks = [texts[i:i + args.chunk] for i in range(0, len(texts), args.chunk)]
+    parser = get_parser(args.parser, "cpu")
+    parser.parse(["A warm-up sentence is parsed before the clock starts.", "Two dogs run."])
+    sets = {spec: feature_set_annotations(spec) for spec in args.feature_sets.split(";") if spec}
+    runs: dict[str, frozenset[str]] = {"dep,sdoi,wup (complete)": ALL, **sets}
+    seconds = dict.fromkeys(runs, 0.0)
+    parses: dict[str, list[Any]] = {name: [] for name in runs}
+    for chunk in chunks:
+        for name, annotations in runs.items():  # alternating, chunk by chunk
+            start = time.process_time()
+            parses[name] += parser.parse(chunk, annotations)
+            seconds[name] += time.process_time() - start
+    full_name = next(iter(runs))
+    base = seconds[full_name]
+    rows = []
+    for name, annotations in runs.items():
+        fields = ["words", "heads", "rels", *sorted(annotations)]
+        row = {"features": name, "annotations": sorted(annotations), "cpu_s": round(seconds[name], 3),
+               "ms_per_sentence": round(1000 * seconds[name] / len(texts), 4),
+               "vs_complete": round(seconds[name] / base, 4),
+               "differing_sentences": differing(parses[full_name], parses[name], fields)}
+        rows.append(row)
+        print(f"{name:38s} {row['ms_per_sentence']:7.3f} ms/sentence CPU ({row['vs_complete']:.3f}x); "
+              f"annotations {','.join(row['annotations']) or '-'}; differing: "
+              f"{sum(row['differing_sentences'].values())}", flush=True)
+    results: dict[str, Any] = {"parser": args.parser, "sentences": len(texts), "chunk": args.chunk,
+                               "cpu_count": os.cpu_count(), "feature_sets": rows}
+    sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+    if sizes:
+        results["batch_sizes"] = batch_sizes(parser, chunks, sizes, parses[full_name], len(texts))
+    write_json(args.out, "annotations", results)
+
+
+def batch_sizes(parser: Any, chunks: list[list[str]], sizes: list[int], reference: list[Any],
+                n: int) -> list[dict[str, Any]]:
+    """CPU time of the complete annotation per spaCy batch size, alternating chunk by chunk, and
+    the sentences whose record differs from ``reference`` (the default batch size's)."""
+    annotator = parser.annotator
+    default = annotator.batch_size
+    seconds = dict.fromkeys(sizes, 0.0)
+    parses: dict[int, list[Any]] = {b: [] for b in sizes}
+    try:
+        for chunk in chunks:
+            for size in sizes:
+                annotator.batch_size = size
+                start = time.process_time()
+                parses[size] += parser.parse(chunk)
+                seconds[size] += time.process_time() - start
+    finally:
+        annotator.batch_size = default
+    rows = []
+    for size in sizes:
+        row = {"batch_size": size, "ms_per_sentence": round(1000 * seconds[size] / n, 4),
+               "differing_sentences": sum(a != b for a, b in zip(reference, parses[size]))}
+        rows.append(row)
+        print(f"spaCy batch size {size:5d}: {row['ms_per_sentence']:7.3f} ms/sentence CPU; differing from "
+              f"batch size {default}: {row['differing_sentences']}", flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
