@@ -82,16 +82,16 @@ def main() -> None:
     seconds = dict.fromkeys(runs, 0.0)
     parses: dict[str, list[Any]] = {name: [] for name in runs}
     for chunk in chunks:
-        for name, annotations in runs.items():  # alternating, chunk by chunk
+        for name, asked in runs.items():  # alternating, chunk by chunk
             start = time.process_time()
-            parses[name] += parser.parse(chunk, annotations)
+            parses[name] += parser.parse(chunk, asked)
             seconds[name] += time.process_time() - start
     full_name = next(iter(runs))
     base = seconds[full_name]
     rows = []
-    for name, annotations in runs.items():
-        fields = ["words", "heads", "rels", *sorted(annotations)]
-        row = {"features": name, "annotations": sorted(annotations), "cpu_s": round(seconds[name], 3),
+    for name, made in runs.items():
+        fields = ["words", "heads", "rels", *sorted(made)]
+        row = {"features": name, "annotations": sorted(made), "cpu_s": round(seconds[name], 3),
                "ms_per_sentence": round(1000 * seconds[name] / len(texts), 4),
                "vs_complete": round(seconds[name] / base, 4),
                "differing_sentences": differing(parses[full_name], parses[name], fields)}

@@ -91,7 +91,7 @@ class FakeContext:
         merged = {k: p for split in self.sentences.values() for k, p in split.items()}
         return [merged[k] for k in keys]
 
-    def words(self, keys: list[str]) -> list[tuple[list[str], list[str]]]:
+    def words(self, keys: list[str], lemmas: bool = True) -> list[tuple[list[str], list[str]]]:
         return [(list(p.words), list(p.lemmas)) for p in self.parses(keys)]
 
 

@@ -25,7 +25,7 @@ import polars as pl
 
 from prior.featurestore.errors import StoreError
 from prior.featurestore.missing import check_held
-from prior.featurestore.segment_files import PARSE_COLUMNS
+from prior.featurestore.parse_columns import PARSE_COLUMNS
 from prior.featurestore.selection import Coverage, EntrySelectionError, Request, select_entry, split_params
 from prior.featurestore.splits import split_rows
 from prior.featurestore.tensors import nested_column

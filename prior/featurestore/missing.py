@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from prior.featurestore.entries import EntryInfo
 from prior.featurestore.names import name_problem
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.rebuild import MissingDataError, restore_recipe
 from prior.featurestore.recipe import Recipe, render
-from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.segment_files import held_annotations, read_parquet, source_of
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import later_refs, lost_pairs, restore_text, shape_recipe, split_shape

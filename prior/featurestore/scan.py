@@ -43,7 +43,8 @@ from prior.errors import NotFoundError
 from prior.featurestore.errors import StoreError
 from prior.featurestore.frame import view_entries
 from prior.featurestore.missing import check_held
-from prior.featurestore.segment_files import PARSE_COLUMNS, read_arrays, read_items, read_parquet, read_parquet_where
+from prior.featurestore.parse_columns import PARSE_COLUMNS
+from prior.featurestore.segment_files import read_arrays, read_items, read_parquet, read_parquet_where
 from prior.featurestore.selection import Coverage, Request
 from prior.featurestore.splits import SplitRows, leave_out_skipped
 from prior.featurestore.tensors import nested_column, numpy_column

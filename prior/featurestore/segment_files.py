@@ -18,10 +18,9 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.parse_columns import ANNOTATIONS, PARSE_COLUMNS
+from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged
-
 
 
 def held_annotations(segment: Segment) -> frozenset[str]:

@@ -44,12 +44,11 @@ from prior.featurestore.errors import SegmentLostError, StoreError
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.lease import check_live, claim
 from prior.featurestore.names import check_name
+from prior.featurestore.parse_columns import ANNOTATIONS, PARSE_COLUMNS
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.featurestore.ref import StoreRef
 from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.segment_files import (
-    ANNOTATIONS,
-    PARSE_COLUMNS,
     held_annotations,
     indexed_items,
     parquet_writer,

@@ -19,9 +19,10 @@ import polars as pl
 
 from prior.featurestore.entries import EntryInfo, FeatureData, Resource, make_entry
 from prior.featurestore.frame import build_frame, pair_texts, view_entries
+from prior.featurestore.parse_columns import PARSE_COLUMNS
 from prior.featurestore.ref import StoreRef
 from prior.featurestore.scan import scan_frame
-from prior.featurestore.segment_files import PARSE_COLUMNS, indexed_items
+from prior.featurestore.segment_files import indexed_items
 from prior.featurestore.segments import FORMAT, SegmentStore
 from prior.featurestore.selection import Request, select_entry
 from prior.featurestore.splits import SplitRows, split_rows

@@ -45,9 +45,9 @@ from prior.pipeline.build_run import BuildRun
 from prior.pipeline.datasets.api import Source
 from prior.pipeline.feature_stage import StageClock, feature_context, feature_jobs
 from prior.pipeline.features.base import Feature, annotations_of
-from prior.pipeline.parsers.annotations import ALL, ANNOTATIONS, closure
 from prior.pipeline.ingest import ingest, split_sources
 from prior.pipeline.parse_stage import parse_stage
+from prior.pipeline.parsers.annotations import ALL, ANNOTATIONS, closure
 from prior.pipeline.runner import Runner
 from prior.progress import bars
 
