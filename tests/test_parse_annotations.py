@@ -85,9 +85,10 @@ def test_a_parse_without_entities_is_annotated_again_for_wup(tmp_path):
     keys = sorted(store.parsed_keys(first.parse))
     assert store.parsed_keys(first.parse, needs={"ents"}) == set()
     with pytest.raises(NotFoundError, match="holds no sentence annotated with ents"):
-        store.parses(keys, parse=first.parse)  # every annotation asked by default
-    assert store.parses(keys, parse=first.parse, columns=("words", "heads"))["sent_key"].len() == len(keys)
-    assert set(store.parses(keys, parse=first.parse, needs=())["ents"].to_list()) == {None}
+        store.parses(keys, parse=first.parse, needs={"ents"})  # what a feature that reads them asks
+    assert set(store.parses(keys, parse=first.parse)["ents"].to_list()) == {None}  # null, never empty
+    with pytest.raises(ValueError, match="holds no lemmas"):
+        Parse.from_record(store.parses(keys[:1], parse=first.parse).row(0, named=True))
 
     second = _build(store_dir, ("sdoi", "wup"))
     assert second.parse == first.parse
@@ -142,3 +143,16 @@ def test_the_recipe_that_parses_again_asks_for_what_the_dropped_records_held():
     assert "--annotate lemmas,ents" in CommandLines().recipe(recipe)
     assert recipe_problem(recipe.to_dict()) is None
     assert "annotations" in str(recipe_problem({"dataset": "sick", "annotate": ["--code=/x.py"]}))
+
+
+def test_a_feature_is_never_computed_from_a_parse_without_what_it_reads(tmp_path, monkeypatch):
+    """Were the parse stage to take such sentences as parsed, the feature's partition refuses
+    in one line instead of reading empty entity types."""
+    from prior.featurestore.segments import SegmentStore
+
+    _build(tmp_path / "s", ("sdoi",))
+    real = SegmentStore.parsed_keys
+    monkeypatch.setattr(SegmentStore, "parsed_keys", lambda self, parse, needs=(): real(self, parse))
+    with pytest.raises(NotFoundError, match="annotated with ents, lemmas"):
+        _build(tmp_path / "s", ("wup",))
+    assert not open_store(tmp_path / "s").entries("wup")

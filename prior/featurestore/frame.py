@@ -105,7 +105,7 @@ def build_frame(store: SegmentStore, feature: str, *, dataset: str, split: str,
     df = pair_texts(store, dataset, split, parse)
     keys = set(df["key_a"].to_list()) | set(df["key_b"].to_list())
     # every sentence's most complete record: null where its build did not annotate (`Store.parses`)
-    parses = store.parses(keys, parse=parse, needs=()).select(["sent_key", *PARSE_COLUMNS])
+    parses = store.parses(keys, parse=parse).select(["sent_key", *PARSE_COLUMNS])
     check_held(store, dataset, split, keys, parses["sent_key"], parse=parse, entries=entries)
     for side in ("a", "b"):
         df = df.join(parses.rename({c: f"{c}_{side}" for c in PARSE_COLUMNS} | {"sent_key": f"key_{side}"}),

@@ -380,13 +380,14 @@ class SegmentStore:
 
     def parses(self, sentence_keys: Iterable[str] | None = None, parse: str | None = None,
                columns: Sequence[str] | None = None, *, cache: bool = False,
-               needs: Iterable[str] | None = None) -> pl.DataFrame:
+               needs: Iterable[str] = ()) -> pl.DataFrame:
         """Parse records (sent_key + list columns), of ``parse`` or the most recent parse;
         ``columns`` (of PARSE_COLUMNS) reads only those beside sent_key. ``cache``: keep the
         segments read in this process's bounded cache and reuse them (`segment_cache`; build
-        workers do, as every feature task reads every parse segment). ``needs``: the annotations
-        the caller reads (default: those among the columns read); a sentence parsed only without
-        one of them is not returned (its record holds nulls there)."""
+        workers do, as every feature task reads every parse segment). Each sentence's most complete
+        record is returned; an annotation its builds did not make is null (`ANNOTATIONS`).
+        ``needs``: annotations the caller reads: a sentence parsed only without one of them is
+        left out (a build's feature reads with what it reads, and never gets a null)."""
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
@@ -397,8 +398,6 @@ class SegmentStore:
         parse = parse or segs[-1].target["parse"]
         keys = None if sentence_keys is None else pl.Series(list(sentence_keys), dtype=pl.String)
         frames = []
-        if needs is None:
-            needs = [c for c in (columns or PARSE_COLUMNS) if c in ANNOTATIONS]
         for s in self.parse_segments(parse, needs):
 
             def load(s: Segment = s) -> pl.DataFrame:

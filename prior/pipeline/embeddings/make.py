@@ -97,7 +97,7 @@ def train_dependency_embeddings(store: Any, out: str | os.PathLike[str], *,
                 keys.update(rows["key_b"].to_list())
         if not keys:
             raise NotFoundError(f"{store.location} has no pairs of {', '.join(datasets)}")
-    df = store.parses(keys, parse=parse_id, columns=("words", "heads", "rels"))
+    df = store.parses(keys, parse=parse_id)
     parses = [_StoredParse(w, h, r) for w, h, r in
               zip(df["words"].to_list(), df["heads"].to_list(), df["rels"].to_list())]
     if not parses:
