@@ -7,6 +7,11 @@ disturbs both alike). Also spaCy's ``nlp.pipe`` batch sizes on the complete anno
     PRIOR_DATA_DIR=../shared/data python bench/annotations.py                     # all sentences
     python bench/annotations.py --limit 2000 --batch-sizes 64,256,1024             # a quick look
 
+``--ner-rule N`` also checks a rule that would run NER only where it could fire (a text with
+a capital letter or a digit past each sentence's first word) on N distinct texts per dataset:
+the texts it would skip that have entities, and those with a name `wup` reads (an entity of a
+name type on a word whose UPOS is not PROPN). Any such text means the rule is not exact.
+
 For each feature set: the annotations it makes, CPU ms per sentence against the complete
 annotation's, and the sentences whose words, heads, relations or kept annotations differ from
 the complete one's (they must not: a component left out runs after, or apart from, those
@@ -63,6 +68,7 @@ def main() -> None:
     ap.add_argument("--feature-sets", default=";".join(FEATURE_SETS),
                     help="Feature sets to compare with the complete annotation, ';'-separated.")
     ap.add_argument("--batch-sizes", default="", help="spaCy batch sizes to compare, e.g. 64,256,1024 (none: skip).")
+    ap.add_argument("--ner-rule", type=int, default=0, help="Texts per dataset to check the NER-skipping rule on (0: skip).")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     args = ap.parse_args()
     import torch
@@ -104,7 +110,44 @@ def main() -> None:
     sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     if sizes:
         results["batch_sizes"] = batch_sizes(parser, chunks, sizes, parses[full_name], len(texts))
+    if args.ner_rule:
+        results["ner_rule"] = ner_rule(args.data_dir, args.ner_rule)
     write_json(args.out, "annotations", results)
+
+
+def skippable(doc: Any) -> bool:
+    """The rule: no word past a sentence's first has a capital letter or a digit."""
+    return not any(any(c.isdigit() for c in t.text) or (i > 0 and any(c.isupper() for c in t.text))
+                   for sent in doc.sents for i, t in enumerate(sent))
+
+
+def ner_rule(data_dir: Path, per_dataset: int) -> list[dict[str, Any]]:
+    """Per dataset in ``data_dir``: texts checked, texts the rule would skip, those of them with
+    an entity, and those with a name `wup` reads (`skippable`)."""
+    from prior.pipeline.datasets import list_datasets, read_split
+    from prior.pipeline.features.wup import NAME_ENTITIES
+    from prior.pipeline.parsers import annotator_for
+
+    annotator = annotator_for("biaffine")
+    rows = []
+    for info in list_datasets(data_dir=data_dir):
+        found: set[str] = set()
+        for split in info.splits:
+            if split.origin == "data_dir":
+                for pair in read_split(info.name, split.split, data_dir=data_dir, hub=False).pairs:
+                    found.update(t for t in (pair.text_a.strip(), pair.text_b.strip()) if t)
+        if not found:
+            continue
+        texts = sorted(found)
+        random.Random(0).shuffle(texts)
+        docs = [d for d in annotator.docs(texts[:per_dataset]) if skippable(d)]
+        row = {"dataset": info.name, "texts": min(per_dataset, len(texts)), "skippable": len(docs),
+               "with_entities": sum(any(t.ent_type_ for t in d) for d in docs),
+               "with_wup_names": sum(any(t.ent_type_ in NAME_ENTITIES and t.pos_ != "PROPN" for t in d) for d in docs)}
+        rows.append(row)
+        print(f"NER rule on {row['dataset']:10s}: {row['skippable']} of {row['texts']} texts skippable, "
+              f"{row['with_entities']} of them with entities, {row['with_wup_names']} with a name wup reads", flush=True)
+    return rows
 
 
 def batch_sizes(parser: Any, chunks: list[list[str]], sizes: list[int], reference: list[Any],

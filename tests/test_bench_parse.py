@@ -38,9 +38,11 @@ def test_bench_spacy_kernels_counts_every_field(tmp_path: Path, shared_data: Pat
 def test_bench_annotations_compares_each_feature_sets_parse_with_the_complete_one(tmp_path: Path,
                                                                                   shared_data: Path) -> None:
     result = _run("annotations.py", tmp_path, "--limit", "24", "--chunk", "12", "--batch-sizes", "8,256",
-                  "--data-dir", str(shared_data))
+                  "--ner-rule", "20", "--data-dir", str(shared_data))
     rows = {row["features"]: row for row in result["feature_sets"]}
     assert rows["dep,sdoi"]["annotations"] == [] and rows["dep,sdoi,wup (complete)"]["vs_complete"] == 1.0
     assert rows["dep,sdoi,wup -o wup.name_entities="]["annotations"] == ["lemmas", "tags", "upos"]
     assert all(n == 0 for row in rows.values() for n in row["differing_sentences"].values())
     assert [row["differing_sentences"] for row in result["batch_sizes"]] == [0, 0]
+    sick = next(row for row in result["ner_rule"] if row["dataset"] == "sick")
+    assert sick["texts"] == 20 and sick["skippable"] >= sick["with_entities"] >= sick["with_wup_names"] >= 0
