@@ -174,8 +174,7 @@ def test_embeddings_feature_reports_oov_per_split(built: tuple[Path, Path]) -> N
 
         def parses(self, keys: list[str]) -> list[Parse]:
             df = self.store.parses(keys)
-            # as the build's context does: emb reads words only, which an emb build's parse holds
-            by_key = {r["sent_key"]: Parse.from_record(r, absent="") for r in df.iter_rows(named=True)}
+            by_key = {r["sent_key"]: Parse.from_record(r) for r in df.iter_rows(named=True)}
             return [by_key[k] for k in keys]
 
     feature = EmbFeature(embeddings=emb_file)

@@ -48,7 +48,7 @@ def feature_context(run: BuildRun, split_pairs: dict[str, list[Triple]], unparse
         wanted = [k for k in keys if k not in cache]
         if wanted:
             for rec in run.store.parses(wanted, parse=run.report.parse, needs=run.annotations).iter_rows(named=True):
-                cache[rec["sent_key"]] = Parse.from_record(rec, absent="")  # absent: no feature of the build reads it
+                cache[rec["sent_key"]] = Parse.from_record(rec)  # what is not annotated no feature here reads
         return [cache[k] for k in keys]
 
     return BuildContext(store=run.store, dataset=run.report.dataset, options=run.options, parse=run.report.parse,

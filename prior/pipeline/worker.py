@@ -133,7 +133,7 @@ def feature_partition(task: FeatureTask) -> PartitionResult:
     feature = _feature(task.feature, entry.key)
     wanted = keys if pairs is None else list(dict.fromkeys(k for pair in pairs for k in pair))
     needs = annotations_of([feature])
-    parses = {r["sent_key"]: Parse.from_record(r, absent="")
+    parses = {r["sent_key"]: Parse.from_record(r)
               for r in store.parses(wanted, parse=task.parse, cache=True, needs=needs).iter_rows(named=True)}
     if (missing := [k for k in wanted if k not in parses]):
         annotated = f" annotated with {', '.join(sorted(needs))}" if needs else ""

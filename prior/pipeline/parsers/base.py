@@ -80,20 +80,13 @@ class Parse:
         return {name: list(getattr(self, name)) for name in PARSE_FIELDS}
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Sequence[Any] | None], absent: str | None = None) -> Parse:
-        """The Parse of a stored record. A field the record does not hold (null: its build did
-        not annotate it, `prior.pipeline.parsers.annotations`) is an error, or ``absent`` for
-        every word where the caller said which annotations it reads and was served only those."""
-        fields: dict[str, tuple[Any, ...]] = {}
-        for name in PARSE_FIELDS:
-            value = record[name]
-            if value is None:
-                if absent is None:
-                    raise ValueError(f"this parse record holds no {name}: the build that made it did not annotate "
-                                     "them (no feature it built reads them)")
-                value = [absent] * len(record["words"] or ())
-            fields[name] = tuple(value)
-        return cls(**fields)
+    def from_record(cls, record: Mapping[str, Sequence[Any] | None]) -> Parse:
+        """The Parse of a stored record. A field the record does not hold (null: no build of the
+        sentence annotated it, `prior.pipeline.parsers.annotations`) is empty strings, as a
+        parser gives it; a build's features are never served such a record for a field they
+        read (`prior.featurestore.segments.SegmentStore.parses`, ``needs``)."""
+        n = len(record["words"] or ())
+        return cls(**{name: tuple([""] * n if record[name] is None else record[name]) for name in PARSE_FIELDS})
 
 
 @runtime_checkable
