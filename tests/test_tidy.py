@@ -63,7 +63,8 @@ def test_workers_skip_keys_another_build_committed_meanwhile(tmp_path):
     with Lease(store.fs, "prior build mine") as lease:
         def parse_task(n: int, known: list[str]) -> ParseTask:
             return ParseTask(store=store.ref, keys=tuple(keys[:n]), texts=tuple(texts[:n]), lease=lease.id,
-                             known=tuple(known), parser="spacy", parse=parse, fingerprint=fingerprint)
+                             known=tuple(known), parser="spacy", parse=parse, fingerprint=fingerprint,
+                             annotations=())  # what the sdoi build's own parse tasks annotate
 
         # planned before the other build's parses were committed: all of them are skipped
         result = worker.parse_partition(parse_task(len(keys), []))
