@@ -53,9 +53,29 @@ def _ragged_bytes(parts: dict[str, Ragged]) -> int:
     return sum(r.values.nbytes + 3 * 8 * len(r) for r in parts.values())
 
 
+def _run(source: Ragged, items: np.ndarray) -> Ragged:
+    """Items ``items`` of ``source``: a view of its values when they are consecutive items stored
+    one after the other (a piece's pairs, read in order), else a compact copy."""
+    lo, hi = (int(items[0]), int(items[-1]) + 1) if len(items) else (0, 0)
+    if hi - lo == len(items) and len(items) and bool((np.diff(items) == 1).all()):
+        sizes = source.rows[lo:hi].astype(np.int64) * np.where(source.cols[lo:hi] < 0, 1, source.cols[lo:hi])
+        offsets = source.offsets[lo:hi].astype(np.int64)
+        if bool((offsets[1:] - offsets[:-1] == sizes[:-1]).all()):
+            start = int(offsets[0])
+            return Ragged(source.values[start:start + int(sizes.sum())], offsets - start,
+                          source.rows[lo:hi].astype(np.int64), source.cols[lo:hi].astype(np.int64))
+    return source.take(items)
+
+
 def gather(sources: Sequence[Ragged], which: np.ndarray, item: np.ndarray) -> Ragged:
-    """Item ``item[k]`` of ``sources[which[k]]`` for every k, as one compact `Ragged`: item by
-    item for a batch's few, by one vectorized take per source for many."""
+    """Item ``item[k]`` of ``sources[which[k]]`` for every k, as one compact `Ragged`: runs of
+    consecutive items as views, joined once, when the items come source by source (a window's
+    sorted pairs, a piece's rows); else item by item for a batch's few, by one vectorized take
+    per source for many."""
+    if len(item) and bool((which[1:] >= which[:-1]).all()):  # in source order (a window's sorted pairs)
+        bounds = np.searchsorted(which, np.arange(len(sources) + 1))
+        runs = [_run(sources[w], item[lo:hi]) for w, (lo, hi) in enumerate(itertools.pairwise(bounds)) if hi > lo]
+        return runs[0] if len(runs) == 1 else Ragged.concat(runs)
     if len(item) >= max(256, 16 * len(sources)):
         order = np.argsort(which, kind="stable")
         bounds = np.searchsorted(which[order], np.arange(len(sources) + 1))
