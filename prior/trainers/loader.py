@@ -21,6 +21,7 @@ process about four times as much per batch; the loop takes them as tensors witho
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -163,20 +164,23 @@ class TrainStream(IterableDataset[TrainBatch]):
         """Step ``step`` of ``epoch``: this rank's share of global batch ``b`` (default:
         ``step``) of the epoch's ``order`` (windows starting at ``bounds``), from the pairs of
         its window, read once per lane (every batch of the window that lane serves takes its
-        pairs from there), or read for itself where it straddles two windows."""
+        pairs from there), or read for itself where it straddles two windows. A lane's first batch
+        of the run is read for itself too, before the lane's window: the first batch waits for
+        its own pairs, not for a whole window (the same arrays either way)."""
         t0 = time.perf_counter()
         b = step if b < 0 else b
         share = rank_batch(order, b, self.batch_size, self.rank, self.world)
         lo, hi = b * self.batch_size, min((b + 1) * self.batch_size, len(order))
         w = int(np.searchsorted(bounds, lo, side="right")) - 1
-        if hi <= bounds[w + 1]:
+        first_of_lane = lane not in getattr(self, "_windows", {})
+        if hi <= bounds[w + 1] and not (first_of_lane and hi - lo < bounds[w + 1] - bounds[w]):
             # the lane's part of the window: lanes meet inside a window, and each reads its own part
             lanes = lane_count(len(order), self.shuffle)
             first, end = lane_batches(lane, self.steps_per_epoch, lanes)
             part = order[max(bounds[w], first * self.batch_size):min(bounds[w + 1], end * self.batch_size)]
             positions, window = self._window_data(lane, (epoch, w), part)
             arrays = window.batch_arrays(np.searchsorted(positions, share.positions))
-        else:
+        else:  # straddling two windows, or a lane's first batch (made before its window is read)
             arrays = self.reader.read(share.positions).batch_arrays(np.arange(len(share.positions)))
         return TrainBatch(epoch, step, arrays, share.weights, share.global_size, time.perf_counter() - t0,
                           positions=share.positions)
@@ -217,7 +221,14 @@ def run_batches(stream: TrainStream, settings: LoaderSettings, *, pin_memory: bo
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     loader = DataLoader(stream, batch_size=None, num_workers=settings.workers, prefetch_factor=settings.prefetch,
                         worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made)
-    return iter(loader)
+    # the objects alive now move out of the collector's reach while the workers fork: a forked
+    # worker's collections would otherwise write to every object's header and copy the pages
+    # it shares with this process (a worker's private memory)
+    gc.freeze()
+    try:
+        return iter(loader)
+    finally:
+        gc.unfreeze()
 
 
 __all__ = ["LoaderSettings", "Position", "TrainBatch", "TrainStream", "run_batches"]
