@@ -104,6 +104,25 @@ def test_stream_batches_equal_the_whole_split_read(store) -> None:
         assert same(b.tensors, whole.batch(positions))
 
 
+def test_stream_first_batch_reads_its_own_pairs_then_whole_windows(store) -> None:
+    """Each lane's first batch reads its own pairs only (the first batch does not wait for a
+    window); after it a lane reads its part of a window once for all the batches it serves
+    there, not a batch at a time."""
+    r = reader(store)
+    reads: list[int] = []
+    plain = r.read
+
+    def counted(positions):
+        reads.append(len(positions))
+        return plain(positions)
+
+    r.read = counted  # type: ignore[method-assign]
+    batches = run(TrainStream(r, batch_size=2, shuffle=SMALL, epochs=1))
+    assert len(batches) == 60
+    assert reads[0] == 2  # lane 0's first batch: its two pairs
+    assert len(reads) <= 4 * 4  # per lane: its first batch, two windows' parts, one straddling batch
+
+
 def test_stream_resumes_at_a_position_with_the_same_batches(store) -> None:
     full = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=2))
     for start in (Position(0, 7), Position(1, 0), Position(1, 19)):

@@ -123,6 +123,8 @@ class TrainStream(IterableDataset[TrainBatch]):
         super().__init__()
         self.reader, self.batch_size, self.shuffle, self.epochs = reader, batch_size, shuffle, epochs
         self.start, self.rank, self.world, self.subset = start, rank, world, subset
+        self._windows: dict[int, tuple[tuple[int, int], np.ndarray, PairData]] = {}  # lane → its window's data
+        self._started: set[int] = set()  # lanes that served a batch in this run
 
     def __len__(self) -> int:  # pairs trained on per epoch
         return len(self.reader.index) if self.subset is None else len(self.subset)
@@ -144,7 +146,7 @@ class TrainStream(IterableDataset[TrainBatch]):
         (:attr:`TrainBatch.skip`) that the loop passes over."""
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        self._windows: dict[int, tuple[tuple[int, int], np.ndarray, PairData]] = {}
+        self._windows, self._started = {}, set()
         steps = self.steps_per_epoch
         for epoch in range(self.start.epoch, self.epochs):
             order, bounds = self.order(epoch)
@@ -172,7 +174,8 @@ class TrainStream(IterableDataset[TrainBatch]):
         share = rank_batch(order, b, self.batch_size, self.rank, self.world)
         lo, hi = b * self.batch_size, min((b + 1) * self.batch_size, len(order))
         w = int(np.searchsorted(bounds, lo, side="right")) - 1
-        first_of_lane = lane not in getattr(self, "_windows", {})
+        first_of_lane = lane not in self._started
+        self._started.add(lane)
         if hi <= bounds[w + 1] and not (first_of_lane and hi - lo < bounds[w + 1] - bounds[w]):
             # the lane's part of the window: lanes meet inside a window, and each reads its own part
             lanes = lane_count(len(order), self.shuffle)
@@ -189,8 +192,6 @@ class TrainStream(IterableDataset[TrainBatch]):
         """The pairs of a lane's window ``key`` (epoch, window), its positions sorted and their
         data: read when the lane moves to another window, or when another epoch's window holds
         other pairs (a split of one window is read once for the whole run)."""
-        if not hasattr(self, "_windows"):
-            self._windows = {}
         held = self._windows.get(lane)
         if held is not None and held[0] == key:
             return held[1], held[2]
