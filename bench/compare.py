@@ -105,12 +105,14 @@ def grid_one(args: argparse.Namespace, model: str, lr: str | None, prior_lr: str
                         *shlex.split(args.train_args), "--seed", args.seed, "--threads", args.threads,
                         "--no-progress", threads=args.threads)
     summary = json.loads(stdout.strip().splitlines()[0])
-    settings = json.loads((run / "best" / "prior.json").read_text())["settings"]
+    meta = json.loads((run / "best" / "prior.json").read_text())
+    settings = meta["settings"]
     return {"kind": "grid", "model": f"{model}-mini", "dataset": args.dataset,
             "lr": float(lr) if lr else None, "prior_lr": float(prior_lr) if prior_lr else None,
             "seed": args.seed, "epochs_max": settings["epochs"], "patience": settings["patience"],
             "best_dev": summary["best_dev"], "key_metric": summary["key_metric"],
             "epochs_run": summary["epochs"], "per_epoch": epochs_of(run), "settings": settings,
+            "device": meta.get("device"), "device_name": meta.get("device_name"),
             "command": shlex.join(cmd), "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -168,7 +170,7 @@ def run_one(args: argparse.Namespace, spec: str, seed: int) -> dict[str, Any]:
         "best_dev": summary["best_dev"], "epochs_run": summary["epochs"],
         # which pairs chose the checkpoint (a dev split, or the pairs held out of train) and how many
         **{k: meta.get(k) for k in ("dev", "dev_pairs", "train_pairs")},
-        "settings": meta["settings"],
+        "settings": meta["settings"], "device": meta.get("device"), "device_name": meta.get("device_name"),
         "per_epoch": epochs_of(run), "command": shlex.join(cmd), "train_seconds": round(time.perf_counter() - t0, 1),
         **{f"test_{k}": v for k, v in scores.items()},
     }

@@ -243,6 +243,7 @@ def cmd_one(args: argparse.Namespace) -> None:
         record["gate_abs_mean"] = round(float(gate.detach().abs().mean()), 5)
         record["injection_block"] = int(getattr(best, "injection_index", -1)) + 1
     record["settings"] = meta["settings"]
+    record["device"], record["device_name"] = meta.get("device"), meta.get("device_name")
     record["seconds"] = round(time.perf_counter() - t0, 1)
     del torch
     _append(Path(args.out), record)

@@ -5,6 +5,7 @@ against supar's on UD EWT test, and texts/s of the `biaffine` and `spacy` backen
     python bench/parse.py --skip-backends --rounds 3                   # the model only
     python bench/parse.py --int8                                       # + the int8 opt-in row
     python bench/parse.py --n 200 --ewt-limit 100 --rounds 1 --workers 1   # a smoke test
+    python bench/parse.py --n 0 --skip-backends --rounds 3               # EWT only (no spaCy): e.g. on a GPU
 
 1. **Model time per core** (words -> trees, one torch thread, this process): the same sentences
    through supar's own forward + decode (`old`: `BiaffineModel.predict_supar`, the path every
@@ -133,11 +134,13 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)
     loaded = load_model()
     model = BiaffineModel(loaded, device="cpu")
-    corpora = {"snli": snli_words(snli_sentences(args.snli, args.n))}
+    # --n 0: EWT's gold words only, so the model section runs where spaCy is not installed
+    corpora = {"snli": snli_words(snli_sentences(args.snli, args.n))} if args.n else {}
     gold = read_conllu(args.ewt)[: args.ewt_limit]
     corpora["ewt-test"] = [list(s.words) for s in gold]
-    model.predict(corpora["snli"][:20])  # warm up both paths
-    model.predict_supar(corpora["snli"][:20])
+    warm = next(iter(corpora.values()))[:20]
+    model.predict(warm)  # warm up both paths
+    model.predict_supar(warm)
     out: dict[str, Any] = {"speed": {}}
     paths = {"old": model.predict_supar, "new": model.predict}
     if args.int8:
@@ -166,7 +169,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
               f"{out['int8_ewt_test']['differing_heads']} heads differ from fp32", flush=True)
     if torch.cuda.is_available():
         cuda = BiaffineModel(loaded, device="cuda")
-        cuda.predict(corpora["snli"][:20])
+        cuda.predict(warm)
         out["cuda"] = {name: interleaved({"cuda": cuda.predict}, s, args.rounds, args.model_chunk)["cuda"]
                        for name, s in corpora.items()}
         out["cuda"]["exactness_ewt_test"] = diff_counts(old, cuda.predict(corpora["ewt-test"]))
@@ -226,7 +229,7 @@ def main() -> None:
     ap.add_argument("--snli", type=Path, default=data / "snli")
     ap.add_argument("--ewt", type=Path, default=data / "ud_ewt" / "en_ewt-ud-test.conllu")
     ap.add_argument("--ewt-limit", type=int, default=None, help="Only the first N EWT test sentences (smoke tests).")
-    ap.add_argument("--n", type=int, default=5000, help="At most this many SNLI texts.")
+    ap.add_argument("--n", type=int, default=5000, help="At most this many SNLI texts (0: EWT only, no spaCy).")
     ap.add_argument("--rounds", type=int, default=5, help="Interleaved rounds of the model comparison.")
     ap.add_argument("--model-chunk", type=int, default=500, help="Sentences per model call in the comparison "
                                                                  "(the paths alternate chunk by chunk).")

@@ -119,6 +119,22 @@ def test_bench_parse_pair_runs_this_checkout_twice(tmp_path: Path) -> None:
     assert "same trees: 12 of 12" in out
 
 
+def test_bench_parse_model_section_runs_without_spacy(tmp_path: Path) -> None:
+    """bench/parse.py --n 0 (EWT gold words only) needs no spaCy: the way it runs on a GPU machine
+    that has torch but not spaCy. spaCy is made unimportable in the child."""
+    code = ("import runpy, sys; sys.modules['spacy'] = None; sys.path.insert(0, sys.argv[1]); "
+            "sys.argv = [sys.argv[1] + '/parse.py', *sys.argv[2:]]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code, str(BENCH), "--n", "0", "--ewt", str(REPO / "data" / "ud_ewt_slice"
+                           / "test.conllu"), "--ewt-limit", "15", "--rounds", "1", "--skip-backends",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (result,) = (tmp_path / "out").glob("parse-*.json")
+    model = json.loads(result.read_text())["model"]
+    assert set(model["speed"]) == {"ewt-test"} and model["exactness_ewt_test"]["sentences"] == 15
+    assert model["exactness_ewt_test"]["differing_heads"] == 0
+
+
 @pytest.mark.slow
 def test_bench_build_runs(tmp_path: Path) -> None:
     run_script("build.py", "--datasets", "snli", "--pairs", 4, "--workers", 0, "--features", "sdoi",
@@ -179,6 +195,7 @@ def test_compare_runs_grid_and_report_end_to_end(tiny: tuple[Path, Path], tmp_pa
     assert "sensitivity" not in bert  # bert reads no feature
     assert bert["dev"].endswith("held out of train (seed 0)") and bert["dev_pairs"] == 1  # toy has no dev split
     assert sim["command"].startswith("prior train bert-sim-mini --dataset toy")
+    assert (sim["device"], sim["device_name"]) == ("cpu", None)  # where it ran (a GPU's name on CUDA)
     # resumable: the same command again trains nothing
     n = len(calls)
     _main(compare, monkeypatch, "runs", "--store", store, "--dataset", "toy", "--seeds", "1",
@@ -191,6 +208,7 @@ def test_compare_runs_grid_and_report_end_to_end(tiny: tuple[Path, Path], tmp_pa
     cells = _records(grid)
     assert [c["prior_lr"] for c in cells] == [1e-3, 1e-4]
     assert [c["settings"]["prior_lr"] for c in cells] == [1e-3, 1e-4]
+    assert all(c["device"] == "cpu" for c in cells)
     assert all("--eval-split" not in c["command"] for c in cells)  # the grid reads dev only
     capsys.readouterr()
     _main(compare, monkeypatch, "report", out)
@@ -210,6 +228,7 @@ def test_oracle_one_and_report_end_to_end(tiny: tuple[Path, Path], tmp_path: Pat
           "--sample", "1", "--batch-size", "4", "--backbone", backbone)
     (record,) = _records(out)
     assert record["kind"] == "oracle" and record["oracle_levels"] == list(oracle.SIM_LEVELS)
+    assert record["device"] == "cpu"
     assert 0 <= record["test_accuracy"] <= 1 and 0 <= record["test_accuracy_neutral"] <= 1
     # the forced-class check: one row per class the oracle says, each counting every test pair
     assert record["classes"] == ["0", "1"] and [sum(row) for row in record["forced"]] == [4, 4]

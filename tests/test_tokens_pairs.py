@@ -195,3 +195,32 @@ def test_issue35_long_pair_that_truncates_prints_no_length_warning(mini: Any, ca
     assert enc.lengths.tolist() == [128, 128]
     printed = capfd.readouterr()
     assert "sequence length is longer" not in caplog.text + printed.out + printed.err
+
+
+TRICKY = [["don't", "U.S.", "naïve", "Café", "e.g.", "3.14", "--", "(", "[SEP]", "[CLS]", "[UNK]", "##ing"],
+          ["日本語", "Ελληνικά", "😀", "👍🏽", "\u200b", "", " ", "\t", "a" * 150, "ﬁne", "Ｆｕｌｌ"],
+          [], ["x"], ["MiXeD", "CASE", "case", "Case"]]
+
+
+@pytest.mark.parametrize("which", ["mini", "tiny"])
+def test_word_pieces_equal_whole_sentences(mini: Any, pairs: Any, which: str) -> None:
+    """Sentences assembled from each distinct word's pieces are the pieces the backend gives
+    the whole pre-split sentence: ids and word indices, on real sentences and odd words (empty,
+    invisible, unknown, special-token text, emoji, a word past the tokenizer's word length),
+    with sentences of no words among them, through a word cache that fills and starts over."""
+    from prior.trainers.tokens import WordPieces, sentence_pieces
+
+    tok = mini if which == "mini" else tiny_tokenizer()
+    a, b = pairs
+    sentences = [*TRICKY, *a[:1500], *TRICKY[::-1], *b[:1500]]
+    words = WordPieces(tok, max_words=3000)
+    for start in range(0, len(sentences), 700):  # a reader's windows: the cache grows, then starts over
+        part = sentences[start:start + 700]
+        flat = [w for s in part for w in s]
+        distinct = sorted(set(flat))
+        numbers = words.lookup(distinct)[np.searchsorted(np.array(distinct, dtype=object), np.array(flat, dtype=object))]
+        got = words.sentences(numbers, np.array([len(s) for s in part]))
+        want = sentence_pieces(tok, part)
+        assert np.array_equal(got.offsets, want.offsets)
+        assert np.array_equal(got.ids, want.ids) and np.array_equal(got.wids, want.wids)
+    assert len(words.number) <= 3000

@@ -17,6 +17,7 @@ from prior.trainers.loader import LoaderSettings, Position, TrainStream, run_bat
 from prior.trainers.order import Shuffle, epoch_order, rank_batch, served_batch, windowed_order
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import index_split
+from prior.trainers.tokens import encode_pairs
 from tests.trainers_fixtures import many_pairs_store, tiny_tokenizer
 
 SMALL = Shuffle(seed=3, window=32, piece=8)  # 120 pairs: 4 windows of 4 pieces, 4 lanes
@@ -103,6 +104,25 @@ def test_stream_batches_equal_the_whole_split_read(store) -> None:
         assert same(b.tensors, whole.batch(positions))
 
 
+def test_stream_first_batch_reads_its_own_pairs_then_whole_windows(store) -> None:
+    """Each lane's first batch reads its own pairs only (the first batch does not wait for a
+    window); after it a lane reads its part of a window once for all the batches it serves
+    there, not a batch at a time."""
+    r = reader(store)
+    reads: list[int] = []
+    plain = r.read
+
+    def counted(positions):
+        reads.append(len(positions))
+        return plain(positions)
+
+    r.read = counted  # type: ignore[method-assign]
+    batches = run(TrainStream(r, batch_size=2, shuffle=SMALL, epochs=1))
+    assert len(batches) == 60
+    assert reads[0] == 2  # lane 0's first batch: its two pairs
+    assert len(reads) <= 4 * 4  # per lane: its first batch, two windows' parts, one straddling batch
+
+
 def test_stream_resumes_at_a_position_with_the_same_batches(store) -> None:
     full = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=2))
     for start in (Position(0, 7), Position(1, 0), Position(1, 19)):
@@ -146,7 +166,24 @@ def test_reader_with_a_tiny_cache_reads_again_and_gives_the_same(store) -> None:
     big, small = reader(store), reader(store, cache_mb=0.001)
     positions = np.random.default_rng(1).permutation(len(big.index))[:40]
     assert same(big.read(positions).batch(np.arange(40)), small.read(positions).batch(np.arange(40)))
-    assert small.pieces.nbytes <= small.pieces.max_bytes and small.tokens.nbytes <= small.tokens.max_bytes
+    assert small.pieces.nbytes <= small.pieces.max_bytes and small.parses.nbytes <= small.parses.max_bytes
+
+
+def test_reader_word_pieces_equal_each_sentence_tokenized(store) -> None:
+    """The reader's pairs, assembled from each distinct word's pieces across parse segments
+    (the test split's sentences were parsed with train's, in another order), in a shuffled
+    order, are the pairs each whole sentence's tokenization gives (`encode_pairs`)."""
+    r = SplitReader(index_split(store, "many", "test"), tiny_tokenizer(), 64)
+    positions = np.random.default_rng(2).permutation(len(r.index))
+    got = r.read(positions).encoded
+    keys = store.split_rows("many", "test", parse=r.index.fingerprint["parse"]).rows
+    words = {k: list(w) for k, w in store.parses(parse=r.index.fingerprint["parse"], columns=("words",))
+             .select("sent_key", "words").iter_rows()}
+    a = [words[k] for k in keys["key_a"].to_list()]
+    b = [words[k] for k in keys["key_b"].to_list()]
+    want = encode_pairs(tiny_tokenizer(), [a[i] for i in positions], [b[i] for i in positions], 64)
+    for name in ("input_ids", "token_type_ids", "lengths", "seg", "wid"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
 def test_index_keeps_integers_not_texts(store) -> None:

@@ -21,6 +21,7 @@ process about four times as much per batch; the loop takes them as tensors witho
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -122,6 +123,8 @@ class TrainStream(IterableDataset[TrainBatch]):
         super().__init__()
         self.reader, self.batch_size, self.shuffle, self.epochs = reader, batch_size, shuffle, epochs
         self.start, self.rank, self.world, self.subset = start, rank, world, subset
+        self._windows: dict[int, tuple[tuple[int, int], np.ndarray, PairData]] = {}  # lane → its window's data
+        self._started: set[int] = set()  # lanes that served a batch in this run
 
     def __len__(self) -> int:  # pairs trained on per epoch
         return len(self.reader.index) if self.subset is None else len(self.subset)
@@ -143,7 +146,7 @@ class TrainStream(IterableDataset[TrainBatch]):
         (:attr:`TrainBatch.skip`) that the loop passes over."""
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        self._windows: dict[int, tuple[tuple[int, int], np.ndarray, PairData]] = {}
+        self._windows, self._started = {}, set()
         steps = self.steps_per_epoch
         for epoch in range(self.start.epoch, self.epochs):
             order, bounds = self.order(epoch)
@@ -163,20 +166,24 @@ class TrainStream(IterableDataset[TrainBatch]):
         """Step ``step`` of ``epoch``: this rank's share of global batch ``b`` (default:
         ``step``) of the epoch's ``order`` (windows starting at ``bounds``), from the pairs of
         its window, read once per lane (every batch of the window that lane serves takes its
-        pairs from there), or read for itself where it straddles two windows."""
+        pairs from there), or read for itself where it straddles two windows. A lane's first batch
+        of the run is read for itself too, before the lane's window: the first batch waits for
+        its own pairs, not for a whole window (the same arrays either way)."""
         t0 = time.perf_counter()
         b = step if b < 0 else b
         share = rank_batch(order, b, self.batch_size, self.rank, self.world)
         lo, hi = b * self.batch_size, min((b + 1) * self.batch_size, len(order))
         w = int(np.searchsorted(bounds, lo, side="right")) - 1
-        if hi <= bounds[w + 1]:
+        first_of_lane = lane not in self._started
+        self._started.add(lane)
+        if hi <= bounds[w + 1] and not (first_of_lane and hi - lo < bounds[w + 1] - bounds[w]):
             # the lane's part of the window: lanes meet inside a window, and each reads its own part
             lanes = lane_count(len(order), self.shuffle)
             first, end = lane_batches(lane, self.steps_per_epoch, lanes)
             part = order[max(bounds[w], first * self.batch_size):min(bounds[w + 1], end * self.batch_size)]
             positions, window = self._window_data(lane, (epoch, w), part)
             arrays = window.batch_arrays(np.searchsorted(positions, share.positions))
-        else:
+        else:  # straddling two windows, or a lane's first batch (made before its window is read)
             arrays = self.reader.read(share.positions).batch_arrays(np.arange(len(share.positions)))
         return TrainBatch(epoch, step, arrays, share.weights, share.global_size, time.perf_counter() - t0,
                           positions=share.positions)
@@ -185,8 +192,6 @@ class TrainStream(IterableDataset[TrainBatch]):
         """The pairs of a lane's window ``key`` (epoch, window), its positions sorted and their
         data: read when the lane moves to another window, or when another epoch's window holds
         other pairs (a split of one window is read once for the whole run)."""
-        if not hasattr(self, "_windows"):
-            self._windows = {}
         held = self._windows.get(lane)
         if held is not None and held[0] == key:
             return held[1], held[2]
@@ -217,7 +222,14 @@ def run_batches(stream: TrainStream, settings: LoaderSettings, *, pin_memory: bo
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     loader = DataLoader(stream, batch_size=None, num_workers=settings.workers, prefetch_factor=settings.prefetch,
                         worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made)
-    return iter(loader)
+    # the objects alive now move out of the collector's reach while the workers fork: a forked
+    # worker's collections would otherwise write to every object's header and copy the pages
+    # it shares with this process (a worker's private memory)
+    gc.freeze()
+    try:
+        return iter(loader)
+    finally:
+        gc.unfreeze()
 
 
 __all__ = ["LoaderSettings", "Position", "TrainBatch", "TrainStream", "run_batches"]

@@ -11,12 +11,13 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   those items' pieces of the flat arrays decompressed (`prior.featurestore.segment_files.read_items`).
   A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
   is read about once per window;
-- **sentences**: each distinct sentence's word pieces (tokenized once, by the tokenizer's
-  backend, then kept), its word count and its sentence values (SDOI masks, tf-idf weights,
-  embedding ids), read a parse or feature segment at a time.
+- **sentences**: their words, read a parse segment's word column at a time, and their word
+  pieces, assembled from each distinct word's pieces (every word tokenized once per reader,
+  by the tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values
+  (SDOI masks, tf-idf weights, embedding ids), read a feature segment at a time.
 
-The cache bounds are set in bytes (``cache_mb``, split between the caches); a value is read
-again when it was dropped. A reader belongs to one process: after a fork (a loader worker) it
+The cache bounds are set in bytes (``cache_mb``, split between the caches; the words' pieces
+are bounded by a count of words); a value is read again when it was dropped. A reader belongs to one process: after a fork (a loader worker) it
 reaches the store through a handle of its own.
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
@@ -41,20 +43,39 @@ from prior.trainers.caches import LruCache
 from prior.trainers.order import DEFAULT_PIECE
 from prior.trainers.pair_data import PairData
 from prior.trainers.split_index import Locator, SplitIndex
-from prior.trainers.tokens import Pieces, assemble, bert_pair_layout, encode_each, sentence_pieces
+from prior.trainers.tokens import Pieces, WordPieces, assemble, bert_pair_layout, encode_each
 
 #: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
 DEFAULT_CACHE_MB = 256
-_TOKEN_OVERHEAD = 240  # bytes a cached sentence costs beyond its arrays (tuple, two array headers)
 
 
 def _ragged_bytes(parts: dict[str, Ragged]) -> int:
     return sum(r.values.nbytes + 3 * 8 * len(r) for r in parts.values())
 
 
+def _run(source: Ragged, items: np.ndarray) -> Ragged:
+    """Items ``items`` of ``source``: a view of its values when they are consecutive items stored
+    one after the other (a piece's pairs, read in order), else a compact copy."""
+    lo, hi = (int(items[0]), int(items[-1]) + 1) if len(items) else (0, 0)
+    if hi - lo == len(items) and len(items) and bool((np.diff(items) == 1).all()):
+        sizes = source.rows[lo:hi].astype(np.int64) * np.where(source.cols[lo:hi] < 0, 1, source.cols[lo:hi])
+        offsets = source.offsets[lo:hi].astype(np.int64)
+        if bool((offsets[1:] - offsets[:-1] == sizes[:-1]).all()):
+            start = int(offsets[0])
+            return Ragged(source.values[start:start + int(sizes.sum())], offsets - start,
+                          source.rows[lo:hi].astype(np.int64), source.cols[lo:hi].astype(np.int64))
+    return source.take(items)
+
+
 def gather(sources: Sequence[Ragged], which: np.ndarray, item: np.ndarray) -> Ragged:
-    """Item ``item[k]`` of ``sources[which[k]]`` for every k, as one compact `Ragged`: item by
-    item for a batch's few, by one vectorized take per source for many."""
+    """Item ``item[k]`` of ``sources[which[k]]`` for every k, as one compact `Ragged`: runs of
+    consecutive items as views, joined once, when the items come source by source (a window's
+    sorted pairs, a piece's rows); else item by item for a batch's few, by one vectorized take
+    per source for many."""
+    if len(item) and bool((which[1:] >= which[:-1]).all()):  # in source order (a window's sorted pairs)
+        bounds = np.searchsorted(which, np.arange(len(sources) + 1))
+        runs = [_run(sources[w], item[lo:hi]) for w, (lo, hi) in enumerate(itertools.pairwise(bounds)) if hi > lo]
+        return runs[0] if len(runs) == 1 else Ragged.concat(runs)
     if len(item) >= max(256, 16 * len(sources)):
         order = np.argsort(which, kind="stable")
         bounds = np.searchsorted(which[order], np.arange(len(sources) + 1))
@@ -86,12 +107,11 @@ class SplitReader:
         self.layout = bert_pair_layout(tokenizer) if max_length > 3 else None
         self.pad = int(tokenizer.pad_token_id or 0)
         budget = int(cache_mb * 1024 * 1024)
-        self.tokens: LruCache[tuple[np.ndarray, np.ndarray, int]] = LruCache(
-            budget // 4, lambda t: t[0].nbytes + t[1].nbytes + _TOKEN_OVERHEAD)
+        self.words = WordPieces(tokenizer)
         self.parses: LruCache[pa.Array] = LruCache(budget // 8, lambda a: a.nbytes)
         self.segments: LruCache[dict[str, Ragged]] = LruCache(budget // 4, _ragged_bytes)
         self.indexes: LruCache[pa.Table] = LruCache(budget // 16, lambda t: t.nbytes)
-        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 5 * (budget // 8) - budget // 16, _ragged_bytes)
+        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 3 * (budget // 8) - budget // 16, _ragged_bytes)
         self._fs: StoreFS | None = None
         self._pid = -1
 
@@ -111,12 +131,10 @@ class SplitReader:
         sentences, inverse = np.unique(np.concatenate([index.sent_a[pos], index.sent_b[pos]]), return_inverse=True)
         ia, ib = inverse[:n], inverse[n:]
         if self.layout is not None:
-            parts = self._tokens(sentences)
-            encoded = assemble(Pieces.join([(i, w) for i, w, _ in parts]), ia, ib, self.max_length, self.layout,
-                               self.pad)
-            counts = np.fromiter((k for _, _, k in parts), dtype=np.int64, count=len(parts))
+            pieces, counts = self._pieces(sentences)
+            encoded = assemble(pieces, ia, ib, self.max_length, self.layout, self.pad)
         else:  # a tokenizer without BERT's pair layout: its own pair encoding
-            words = self._words(sentences)
+            words = self._word_lists(sentences).to_pylist()
             encoded = encode_each(self.tokenizer, [words[i] for i in ia], [words[i] for i in ib], self.max_length)
             counts = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
         source = None
@@ -187,34 +205,37 @@ class SplitReader:
         arrays = read_arrays(self.fs, segment, info.components)
         return {c: indexed_items(table, arrays, c) for c in info.components}
 
-    def _words(self, sentences: np.ndarray) -> list[list[str]]:
-        """The stored words of ``sentences``, from their parse segments (kept while they fit)."""
+    def _word_lists(self, sentences: np.ndarray) -> pa.ListArray:
+        """The stored words of ``sentences`` (one list each, in that order), from their parse
+        segments' word columns (kept while they fit)."""
         loc = self.index.words
-        out: list[list[str]] = [[] for _ in range(len(sentences))]
         segs, items = loc.seg[sentences], loc.item[sentences]
+        order = np.argsort(segs, kind="stable")
+        parts = []
         for s in np.unique(segs).tolist():
-            mine = np.flatnonzero(segs == s)
+            mine = order[np.searchsorted(segs[order], s):np.searchsorted(segs[order], s, side="right")]
             column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
-            for k, words in zip(mine.tolist(), column.take(pa.array(items[mine])).to_pylist()):
-                out[k] = words
-        return out
+            parts.append(column.take(pa.array(items[mine])))
+        if not parts:
+            return pa.array([], type=pa.list_(pa.string()))
+        back = np.empty(len(order), np.int64)
+        back[order] = np.arange(len(order))
+        lists: pa.ListArray = pa.concat_arrays(parts).take(pa.array(back))
+        return lists
 
     def _read_words(self, segment: Segment) -> pa.Array:
         return read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
 
-    def _tokens(self, sentences: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        """Each sentence's (piece ids, word indices, word count): cached, else read and
-        tokenized together."""
-        found = [self.tokens.peek(int(s)) for s in sentences.tolist()]
-        missing = [k for k, hit in enumerate(found) if hit is None]
-        if missing:
-            words = self._words(sentences[missing])
-            pieces = sentence_pieces(self.tokenizer, words)
-            self.tokens.loads += 1
-            for j, k in enumerate(missing):
-                ids, wids = pieces.sentence(j)
-                found[k] = self.tokens.put(int(sentences[k]), (ids.copy(), wids.copy(), len(words[j])))
-        return found  # type: ignore[return-value]
+    def _pieces(self, sentences: np.ndarray) -> tuple[Pieces, np.ndarray]:
+        """The word pieces of ``sentences`` and their word counts: their words read, each
+        distinct word looked up (tokenized once per reader, `prior.trainers.tokens.WordPieces`)
+        and the sentences assembled from the words' pieces."""
+        lists = self._word_lists(sentences)
+        counts = np.asarray(pc.list_value_length(lists).fill_null(0), dtype=np.int64)
+        encoded = pc.dictionary_encode(pc.list_flatten(lists))
+        known = self.words.lookup(encoded.dictionary.to_pylist())
+        numbers = known[np.asarray(encoded.indices, dtype=np.int64)]
+        return self.words.sentences(numbers, counts), counts
 
 
 __all__ = ["DEFAULT_CACHE_MB", "SplitReader", "gather"]

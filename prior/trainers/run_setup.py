@@ -41,7 +41,7 @@ from prior.trainers.resume import (
     state_dir,
 )
 from prior.trainers.run_data import RunData, open_run_data, split_task
-from prior.trainers.runtime import Runtime, move_model, runtime
+from prior.trainers.runtime import Runtime, device_name, move_model, runtime
 from prior.trainers.schedule import restore_schedule, schedule
 from prior.trainers.store_record import record_store
 
@@ -194,6 +194,7 @@ def _meta(cfg: TrainConfig, store: Store, model_name: str, backbone: str, settin
         "settings": settings.to_dict(), "seed": cfg.model.seed, "sample": cfg.data.sample,
         "sample_seed": cfg.data.sample_seed, "dev": data.dev_note, "limit": cfg.data.limit,
         "metrics_names": list(task.metrics), "task": task.to_dict(), "world_size": rt.world, "device": str(rt.device),
+        "device_name": device_name(rt.device),
         "fingerprints": {"train": train_fp, "dev": data.dev.reader.index.fingerprint},
         "train_pairs": data.train_pairs, "dev_pairs": len(data.dev), "versions": versions(),
         "spec": {"model": {k: v for k, v in asdict(cfg.model).items() if k != "settings"}, "data": asdict(cfg.data)},

@@ -86,6 +86,11 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
+def device_name(device: torch.device) -> str | None:
+    """The accelerator's name for a run's record (``NVIDIA H200``); None on the CPU."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else None
+
+
 def move_model(model: torch.nn.Module, device: torch.device) -> None:
     """Move a model in place (through `torch.nn.Module.to`: transformers wraps it with another
     signature in its type hints)."""

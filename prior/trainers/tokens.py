@@ -210,6 +210,79 @@ def sentence_pieces(tokenizer: Any, sentences: Sequence[Sequence[str]], chunk: i
     return Pieces.join(parts)
 
 
+class WordPieces:
+    """Word pieces of distinct words, each word tokenized once and kept (at most ``max_words``).
+
+    A fast tokenizer encodes a pre-split sentence word by word: each word is normalized,
+    pre-tokenized and split into pieces on its own, and the sentence's encoding is the words'
+    encodings one after the other (the ``tokenizers`` library's ``encode`` of a pre-tokenized
+    input). So a sentence's pieces are its words' pieces, looked up, and a split with a few
+    thousand distinct words among millions of word tokens is tokenized a word at a time:
+    :meth:`sentences` assembles whole sentences with numpy (:func:`sentence_pieces` is the
+    reference it is tested against)."""
+
+    def __init__(self, tokenizer: Any, max_words: int = 1 << 18) -> None:
+        _check_fast(tokenizer)
+        self.tokenizer, self.max_words = tokenizer, max_words
+        self.clear()
+
+    def clear(self) -> None:
+        self.number: dict[str, int] = {}
+        self.ids = np.zeros(0, dtype=np.int32)  # the known words' pieces, one after the other
+        self.starts = np.zeros(0, dtype=np.int64)  # where word k's pieces start in ids
+        self.counts = np.zeros(0, dtype=np.int64)  # word k's piece count
+
+    def lookup(self, words: Sequence[str]) -> np.ndarray:
+        """The numbers of distinct ``words`` (int64), tokenizing those not known yet."""
+        if len(self.number) + len(words) > self.max_words:
+            self.clear()  # a bound on the memory: start over rather than grow
+        found = np.fromiter((self.number.get(w, -1) for w in words), dtype=np.int64, count=len(words))
+        missing = np.flatnonzero(found < 0)
+        if len(missing):
+            new = [words[int(k)] for k in missing]
+            pieces = _bare_pieces(self.tokenizer, [[w] for w in new])
+            first = len(self.counts)
+            for j, w in enumerate(new):
+                self.number[w] = first + j
+            found[missing] = np.arange(first, first + len(new))
+            sizes = np.diff(pieces.offsets)
+            self.starts = np.concatenate([self.starts, len(self.ids) + pieces.offsets[:-1]])
+            self.counts = np.concatenate([self.counts, sizes])
+            self.ids = np.concatenate([self.ids, pieces.ids[:-1]])
+        return found
+
+    def sentences(self, numbers: np.ndarray, word_counts: np.ndarray) -> Pieces:
+        """The :class:`Pieces` of sentences given as their words' numbers (:meth:`lookup`), one
+        sentence after the other, sentence i having ``word_counts[i]`` words."""
+        numbers = np.asarray(numbers, dtype=np.int64)
+        word_counts = np.asarray(word_counts, dtype=np.int64)
+        sizes = self.counts[numbers]  # pieces per word token
+        total = int(sizes.sum())
+        token_starts = np.zeros(len(numbers), dtype=np.int64)
+        if len(numbers) > 1:
+            np.cumsum(sizes[:-1], out=token_starts[1:])
+        at = np.repeat(self.starts[numbers] - token_starts, sizes) + np.arange(total, dtype=np.int64)
+        ids = np.zeros(total + 1, dtype=np.int32)  # one spare 0 at the end (as `Pieces.join`)
+        ids[:total] = self.ids[at]
+        word_starts = np.zeros(len(word_counts), dtype=np.int64)
+        if len(word_counts) > 1:
+            np.cumsum(word_counts[:-1], out=word_starts[1:])
+        in_sentence = np.arange(len(numbers), dtype=np.int64) - np.repeat(word_starts, word_counts)
+        wids = np.zeros(total + 1, dtype=np.int32)
+        wids[:total] = np.repeat(in_sentence, sizes)
+        ends = np.cumsum(sizes)
+        offsets = np.zeros(len(word_counts) + 1, dtype=np.int64)
+        last = word_starts + word_counts - 1  # a sentence's last word token (-1 … when it has none)
+        offsets[1:] = np.where(word_counts > 0, ends[np.maximum(last, 0)] if len(ends) else 0, 0)
+        np.maximum.accumulate(offsets, out=offsets)  # a sentence without words ends where the one before did
+        return Pieces(ids, wids, offsets)
+
+
+def _bare_pieces(tokenizer: Any, sentences: Sequence[Sequence[str]]) -> Pieces:
+    """:func:`sentence_pieces` of a few sentences, in one call of the backend."""
+    return sentence_pieces(tokenizer, sentences, chunk=max(1, len(sentences)))
+
+
 def encode_each(tokenizer: Any, words_a: Sequence[Sequence[str]], words_b: Sequence[Sequence[str]],
                 max_length: int, chunk: int = CHUNK) -> Encoded:
     """Tokenize pair by pair (the tokenizer's own pair encoding): for any fast tokenizer."""
