@@ -86,7 +86,7 @@ class Parse:
         parser gives it; a build's features are never served such a record for a field they
         read (`prior.featurestore.segments.SegmentStore.parses`, ``needs``)."""
         n = len(record["words"] or ())
-        return cls(**{name: tuple([""] * n if record[name] is None else record[name]) for name in PARSE_FIELDS})
+        return cls(**{name: tuple(value if (value := record[name]) is not None else [""] * n) for name in PARSE_FIELDS})
 
 
 @runtime_checkable
