@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parse_profile import features_annotations  # bench/parse_profile.py
 from results import write_json  # bench/results.py (this script's folder is on sys.path)
 from scale import sentences  # bench/scale.py: the same distinct sentences
 
@@ -40,18 +39,14 @@ FIELDS = ("words", "heads", "rels", "tags", "upos", "lemmas", "ents")
 
 def feature_set_annotations(spec: str) -> frozenset[str]:
     """``dep,sdoi`` or ``dep,sdoi,wup -o wup.name_entities=`` (one option, as the build's)."""
+    from prior.pipeline.build import build_annotations
     from prior.pipeline.build_options import BuildOptions
-    from prior.pipeline.features.base import annotations_of
-    from prior.pipeline.features.registry import plan_features
-    from prior.pipeline.parsers.annotations import closure
 
     names, _, option = spec.partition(" -o ")
-    if not option:
-        return features_annotations(names.split(","))
     key, _, value = option.partition("=")
     feature, _, name = key.partition(".")
-    opts = BuildOptions(dataset="bench", features=tuple(names.split(",")), feature_options={feature: {name: value}})
-    return closure(annotations_of(f for f, _ in plan_features(opts.features, opts)))
+    return build_annotations(BuildOptions(dataset="bench", features=tuple(names.split(",")),
+                                          feature_options={feature: {name: value}} if option else {}))
 
 
 def differing(full: list[Any], other: list[Any], fields: list[str]) -> dict[str, int]:

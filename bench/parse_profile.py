@@ -140,13 +140,10 @@ def profile_chunk(parser: Any, texts: list[str], clock: Clock, annotations: froz
 
 def features_annotations(features: list[str]) -> frozenset[str]:
     """The parse annotations a build of ``features`` (default options) makes."""
+    from prior.pipeline.build import build_annotations
     from prior.pipeline.build_options import BuildOptions
-    from prior.pipeline.features.base import annotations_of
-    from prior.pipeline.features.registry import plan_features
-    from prior.pipeline.parsers.annotations import closure
 
-    planned = plan_features(tuple(features), BuildOptions(dataset="bench", features=tuple(features)))
-    return closure(annotations_of(feature for feature, _ in planned))
+    return build_annotations(BuildOptions(dataset="bench", features=tuple(features)))
 
 
 def main() -> None:

@@ -173,6 +173,14 @@ def _check_store_shared(store: Store, settings: RunOptions) -> None:
                         f"{option('scheduler')}, or use a directory or an object store")
 
 
+def build_annotations(options: BuildOptions) -> frozenset[str]:
+    """The parse annotations a build with ``options`` makes (what `build` computes before any
+    work): those its planned features read, and those asked for."""
+    from prior.pipeline.features.registry import plan_features
+
+    return _annotations(options, [feature for feature, _ in plan_features(options.features, options)])
+
+
 def _annotations(options: BuildOptions, features: list[Feature]) -> frozenset[str]:
     """The parse annotations the build makes: those its features read, and those asked for."""
     if unknown := sorted(set(options.annotate) - ALL):
