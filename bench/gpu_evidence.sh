@@ -63,7 +63,7 @@ eval_split() { case $1 in rte) echo glue_dev ;; *) echo test ;; esac; }  # SICK:
 
 train_args() {  # --train-args for compare.py: the smoke args (if any) and the given ones
     local all="${SMOKE_ARGS[*]} $*"; all=$(echo "$all" | xargs)
-    [ -n "$all" ] && printf -- '--train-args\n%s\n' "$all"
+    if [ -n "$all" ]; then printf -- '--train-args\n%s\n' "$all"; fi
 }
 
 runs() {

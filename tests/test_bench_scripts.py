@@ -305,3 +305,21 @@ def test_dafa_fusion_reads_a_trained_checkpoint(tiny: tuple[Path, Path], tiny_da
     rows = {r["model"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert set(rows) == {"dafa (initialised)", str(tiny_dafa)}
     assert all(0 < r["g_mean"] < 1 and -1 <= r["cls_cos"] <= 1 for r in rows.values())
+
+
+def test_gpu_evidence_script_parses_and_builds_its_arguments() -> None:
+    """bench/gpu_evidence.sh runs only on a GPU machine; here: the script parses, and the
+    helpers its phases use give what compare.py expects (--train-args as one argument, RTE's
+    labelled split, the smoke mode's extra arguments)."""
+    script = str(BENCH / "gpu_evidence.sh")
+
+    def sh(*args: str, **env: str) -> list[str]:
+        done = subprocess.run(["bash", script, *args], capture_output=True, text=True, env={**os.environ, **env},
+                              timeout=60, check=True)
+        return done.stdout.splitlines()
+
+    subprocess.run(["bash", "-n", script], check=True, timeout=60)
+    assert sh("train_args", "--prior-lr", "1e-4") == ["--train-args", "--prior-lr 1e-4"]
+    assert sh("train_args") == []
+    assert sh("train_args", "--prior-lr", "1e-4", SMOKE="1") == ["--train-args", "--limit 16 --epochs 1 --prior-lr 1e-4"]
+    assert (sh("eval_split", "rte"), sh("eval_split", "mrpc")) == (["glue_dev"], ["test"])
