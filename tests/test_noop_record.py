@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import prior.featurestore.segment_files as segment_files_module
 import prior.featurestore.segments as segments_module
 import prior.pipeline.datasets as datasets_module
 from prior.errors import DataError
@@ -38,6 +39,13 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         return read_split(*args, **kwargs)
 
     monkeypatch.setattr(segments_module, "read_parquet", counted_parquet)
+    read_frame = segment_files_module.read_frame
+
+    def counted_frame(fs: Any, segment: Any, inner: str, columns: Any = None) -> Any:  # a split's many files
+        counter[f"files:{segment.kind}"] += 1
+        return read_frame(fs, segment, inner, columns)
+
+    monkeypatch.setattr(segment_files_module, "read_frame", counted_frame)
     monkeypatch.setattr(datasets_module, "read_split", counted_split)
     yield counter
 

@@ -17,6 +17,7 @@ import pytest
 
 import prior.featurestore.catalog as catalog_module
 import prior.featurestore.fs as fs_module
+import prior.featurestore.segment_files as segment_files_module
 import prior.featurestore.segments as segments_module
 from prior.featurestore import open_store
 from prior.featurestore.maintenance import store_info, verify_store
@@ -57,6 +58,13 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
     monkeypatch.setattr(fs_module.StoreFS, "read_bytes", counted_read)
     monkeypatch.setattr(segments_module, "read_parquet", counted_parquet)
+    read_frame = segment_files_module.read_frame
+
+    def counted_frame(fs: Any, segment: Any, inner: str, columns: Any = None) -> Any:  # a split's many files
+        counter[f"files:{segment.kind}"] += 1
+        return read_frame(fs, segment, inner, columns)
+
+    monkeypatch.setattr(segment_files_module, "read_frame", counted_frame)
     catalog_module._RECORDS.clear()
     yield counter
     catalog_module._RECORDS.clear()

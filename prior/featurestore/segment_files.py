@@ -77,6 +77,60 @@ def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[st
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+def read_frame(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """A committed Parquet file as a Polars frame, checked as `read_parquet` checks it, decoded
+    by Polars into its own memory: for the many small files of a split (`read_frames`), about
+    twice as fast as through Arrow and without Arrow's per-file buffers (a 500k-pair split's
+    rows: 0.8 against 1.1 s, 330 against 400 MB of RSS). The same frame as
+    ``polars_frame(read_parquet(...))`` (tested)."""
+    import io
+
+    rel = f"{segment.folder}/{inner}"
+    source: Any
+    if not is_verified(fs, segment, inner):
+        source = io.BytesIO(read_checked(fs, segment, inner))
+    elif fs.local:
+        source = fs.path(rel)
+    else:
+        source = io.BytesIO(fs.read_bytes(rel))
+    try:
+        return pl.read_parquet(source, columns=list(columns) if columns else None)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+# Reading many small files is mostly per-file work (open, footer, decode) that releases the
+# GIL: a few threads read a split's hundreds of segments ~2x faster on 2 cores.
+_READ_THREADS = 4
+
+
+def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str,
+                columns: Sequence[str] | None = None) -> list[pl.DataFrame]:
+    """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
+    few threads. The first file that cannot be read is its `StoreError`."""
+    if len(segments) < 2 * _READ_THREADS:
+        return [read_frame(fs, s, inner, columns) for s in segments]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="prior-read") as pool:
+        return list(pool.map(lambda s: read_frame(fs, s, inner, columns), segments))
+
+
+def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str) -> pl.DataFrame:
+    """Every key in ``column`` of the ``inner`` table of ``segments`` with where it lies: ``seg``
+    (the segment's position in ``segments``) and ``item`` (its row in that table), in segment
+    order, duplicates kept. Only the key column is read."""
+    frames = read_frames(fs, segments, inner, [column])
+    if not frames:
+        return pl.DataFrame(schema={"key": pl.String, "seg": pl.Int32, "item": pl.Int32})
+    sizes = np.array([f.height for f in frames], dtype=np.int64)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    keys = pl.concat([f.to_series() for f in frames])
+    return pl.DataFrame({"key": keys.cast(pl.String),
+                         "seg": np.repeat(np.arange(len(frames), dtype=np.int32), sizes),
+                         "item": (np.arange(int(sizes.sum()), dtype=np.int64) - starts).astype(np.int32)})
+
+
 def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str], key: str,
                        keys: pl.Series) -> pl.DataFrame:
     """The rows of a committed Parquet file whose ``key`` column is in ``keys``, with ``key``

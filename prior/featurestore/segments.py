@@ -51,9 +51,11 @@ from prior.featurestore.segment_cache import PARSE_SEGMENTS
 from prior.featurestore.segment_files import (
     held_annotations,
     indexed_items,
+    key_items,
     parquet_writer,
     polars_frame,
     read_arrays,
+    read_frames,
     read_parquet,
     read_parquet_where,
     source_of,
@@ -262,8 +264,7 @@ class SegmentStore:
         segs = self.split_segments(dataset, split)
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
-        frames = [polars_frame(read_parquet(self.fs, s, "pairs.parquet")) for s in segs]
-        df = pl.concat(frames, how="vertical_relaxed")
+        df = pl.concat(read_frames(self.fs, segs, "pairs.parquet"), how="vertical_relaxed")
         if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
             df = df.filter(pl.col("row").is_first_distinct()).sort("row")
         return df
@@ -457,10 +458,14 @@ class SegmentStore:
 
     def entry_keys(self, entry: EntryInfo | str) -> pl.Series:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
+        return self.entry_items(entry)[1]["key"]
+
+    def entry_items(self, entry: EntryInfo | str) -> tuple[list[Segment], pl.DataFrame]:
+        """An entry's segments, and every key they hold with where it lies (`key_items`: key,
+        seg, item; duplicates kept), from the key columns alone."""
         key = entry if isinstance(entry, str) else entry.key
-        parts = [polars_frame(read_parquet(self.fs, s, "index.parquet", ["key"])).to_series()
-                 for s in self.segments("feature") if s.target["entry"] == key]
-        return pl.concat(parts) if parts else pl.Series("key", [], dtype=pl.String())
+        segs = [s for s in self.segments("feature") if s.target["entry"] == key]
+        return segs, key_items(self.fs, segs, "index.parquet", "key")
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""

@@ -295,12 +295,19 @@ def split_rows(store: SegmentStore, dataset: str, split: str, *, parse: str | No
     manifest records (`ShortSplitError` otherwise), less the pairs with a sentence that
     ``parse``'s build skipped, counted by reason. ``parse`` None: no pair is left out."""
     rows = checked_rows(store, dataset, split)
+    return served_rows(rows, dataset, split, parse, store.skipped_sentences(parse) if parse else {})
+
+
+def served_rows(rows: pl.DataFrame, dataset: str, split: str, parse: str | None,
+                skipped: dict[str, str]) -> SplitRows:
+    """What a read that uses ``parse`` serves of a split's checked ``rows``: all of them, less
+    the pairs with a sentence of ``skipped`` (the sentences that parse's builds skipped → why)."""
     if parse is None:
         return SplitRows(dataset, split, rows)
-    kept, skipped = leave_out_skipped(rows, store.skipped_sentences(parse))
-    return SplitRows(dataset, split, kept, parse, skipped)
+    kept, left_out = leave_out_skipped(rows, skipped)
+    return SplitRows(dataset, split, kept, parse, left_out)
 
 
 __all__ = ["SplitRef", "SplitRows", "SplitShape", "checked_rows", "later_refs", "leave_out_skipped", "lost_pairs",
-           "manifest_of", "newest_refs", "read_splits", "restore_text", "shape_recipe", "short_split", "split_refs", "split_rows",
+           "manifest_of", "newest_refs", "read_splits", "restore_text", "served_rows", "shape_recipe", "short_split", "split_refs", "split_rows",
            "split_shape"]

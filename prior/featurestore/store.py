@@ -24,7 +24,7 @@ from prior.featurestore.ref import StoreRef
 from prior.featurestore.scan import scan_frame
 from prior.featurestore.segment_files import indexed_items
 from prior.featurestore.segments import FORMAT, SegmentStore
-from prior.featurestore.selection import Request, select_entry
+from prior.featurestore.selection import Coverage, Request, select_entry
 from prior.featurestore.splits import SplitRows, split_rows
 from prior.paths import default_store
 
@@ -40,16 +40,20 @@ class Store(SegmentStore):
     """
 
     def find_entry(self, name: str, request: Request | None = None, *, version: int | None = None,
-                   dataset: str | None = None, split: str | None = None) -> EntryInfo:
+                   dataset: str | None = None, split: str | None = None,
+                   coverage: Coverage | None = None) -> EntryInfo:
         """The entry of feature ``name`` that ``request`` picks (`prior.featurestore.selection`):
         the default entry unless its ``params`` or ``entry`` (a key prefix) say otherwise; with
-        ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates."""
-        return select_entry(self, name, dataset=dataset, split=split, version=version, request=request)
+        ``dataset`` and ``split`` it must hold every item of that split. Errors list the candidates.
+        ``coverage``: the selection's reads (the split's rows, the entries' keys), to reuse after."""
+        return select_entry(self, name, dataset=dataset, split=split, version=version, request=request,
+                            coverage=coverage)
 
-    def select(self, feature: str, request: Request | None = None, *, dataset: str, split: str) -> list[EntryInfo]:
+    def select(self, feature: str, request: Request | None = None, *, dataset: str, split: str,
+               coverage: Coverage | None = None) -> list[EntryInfo]:
         """The entries a read of ``feature`` with ``request`` uses (a view reads several): what
-        ``frame`` and ``scan`` read."""
-        return view_entries(self, feature, dataset=dataset, split=split, request=request)
+        ``frame`` and ``scan`` read. ``coverage`` as for ``find_entry``."""
+        return view_entries(self, feature, dataset=dataset, split=split, request=request, coverage=coverage)
 
     def split_rows(self, dataset: str, split: str, *, parse: str | None = None) -> SplitRows:
         """The rows a read of ``dataset``/``split`` that uses ``parse`` serves (row, pair_key,

@@ -19,7 +19,7 @@ import numpy as np
 from prior.errors import PriorError
 from prior.featurestore import Store
 from prior.featurestore.recipe import Recipe
-from prior.featurestore.selection import EntrySelectionError, Request
+from prior.featurestore.selection import Coverage, EntrySelectionError, Request
 from prior.featurestore.store import EntryInfo
 from prior.hints import option
 from prior.layouts.kinds import Layout, WordIds
@@ -45,17 +45,18 @@ def _hint_note(message: str) -> str:
 
 
 def read_entries(store: Store, feature: str, dataset: str, split: str, *, request: Request | None = None,
-                 entries: dict[str, str] | None = None) -> list[EntryInfo]:
+                 entries: dict[str, str] | None = None, coverage: Coverage | None = None) -> list[EntryInfo]:
     """The store entries a feature (an entry or view name) is read from for one split: the
     default entries, or those ``request`` picks by its ``params`` or ``entry`` (a key prefix)
     (`prior.featurestore.selection`), or exactly the ``entries`` (name → key) a checkpoint
     recorded. Each must hold every pair of the split; otherwise `MissingFeatureError` with the
-    candidates or the `prior build` line that adds what is missing."""
+    candidates or the `prior build` line that adds what is missing. ``coverage``: the
+    selection's reads, kept for the caller (`prior.featurestore.selection.Coverage`)."""
     try:
         if entries:
-            return [store.find_entry(name, Request(entry=key), dataset=dataset, split=split)
+            return [store.find_entry(name, Request(entry=key), dataset=dataset, split=split, coverage=coverage)
                     for name, key in entries.items()]
-        return store.select(feature, request, dataset=dataset, split=split)
+        return store.select(feature, request, dataset=dataset, split=split, coverage=coverage)
     except EntrySelectionError as exc:
         raise MissingFeatureError(f"{exc}{_hint_note(str(exc))}", recipe=exc.recipe) from None
 
@@ -91,13 +92,15 @@ class FeaturePlan:
 
 
 def plan_feature(store: Store, feature: str, dataset: str, split: str, *, view: str | None = None,
-                 request: Request | None = None, entries: dict[str, str] | None = None) -> FeaturePlan:
+                 request: Request | None = None, entries: dict[str, str] | None = None,
+                 coverage: Coverage | None = None) -> FeaturePlan:
     """The :class:`FeaturePlan` of ``feature`` (read as ``view`` when given: a registered
-    variant, `prior.layouts.views.resolve_view`) for ``dataset``/``split``."""
+    variant, `prior.layouts.views.resolve_view`) for ``dataset``/``split``; ``coverage`` as for
+    `read_entries`."""
     read = resolve_view(feature, view) or feature
     spec = view_of(read)
     recorded = None if entries is None else {n: entries[n] for n in spec.entries if n in entries}
-    chosen = read_entries(store, read, dataset, split, request=request, entries=recorded)
+    chosen = read_entries(store, read, dataset, split, request=request, entries=recorded, coverage=coverage)
     fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
     main = chosen[0]
     layout: Layout | None

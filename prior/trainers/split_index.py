@@ -31,8 +31,8 @@ from prior.errors import DataError
 from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.catalog import Segment
 from prior.featurestore.recipe import FeatureRecipe, render
-from prior.featurestore.segment_files import polars_frame, read_parquet
-from prior.featurestore.selection import ParseSelectionError, Request, build_recipe, select_parse
+from prior.featurestore.segment_files import key_items
+from prior.featurestore.selection import Coverage, ParseSelectionError, Request, build_recipe, select_parse
 from prior.layouts.views import resolve_view
 from prior.trainers.features import FeaturePlan, MissingFeatureError, plan_feature
 
@@ -106,13 +106,10 @@ def _labels(raw: pl.Series, kind: str, names: tuple[str, ...], dataset: str, spl
     return raw.replace_strict(list(names), list(range(len(names))), return_dtype=pl.Int64).to_numpy()
 
 
-def locate(store: Store, segments: list[Segment], inner: str, column: str, keys: pl.Series) -> tuple[Locator, int]:
-    """Where each of ``keys`` lies in ``segments`` (the first copy in catalog order; only the
-    key column of each table is read), and how many keys none of them holds."""
-    tables = [polars_frame(read_parquet(store.fs, s, inner, [column])).select(
-        pl.col(column).alias("key"), pl.lit(i, pl.Int32).alias("seg"),
-        pl.int_range(pl.len(), dtype=pl.Int32).alias("item")) for i, s in enumerate(segments)]
-    held = (pl.concat(tables) if tables else pl.DataFrame(schema={"key": pl.String, "seg": pl.Int32, "item": pl.Int32}))
+def locate(segments: list[Segment], held: pl.DataFrame, keys: pl.Series) -> tuple[Locator, int]:
+    """Where each of ``keys`` lies in ``segments``, whose keys ``held`` lists with their places
+    (`prior.featurestore.segment_files.key_items`; the first copy in catalog order), and how
+    many keys none of them holds."""
     held = held.unique(subset="key", keep="first")
     found = keys.to_frame("key").join(held, on="key", how="left", maintain_order="left")
     missing = int(found["seg"].null_count())
@@ -140,12 +137,14 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     from a checkpoint). Without a feature the words are those of ``parse`` (a recorded id),
     else of ``parser``'s parse (default: the default parser's). ``limit``: the first pairs only."""
     plan = None
+    coverage = Coverage(store)  # the split's rows and the entries' keys, read once for all below
     if feature is not None:
-        plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries)
+        plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries,
+                            coverage=coverage)
         parse = plan.parse
     else:
         resolve_view(None, view)  # a view given to a model that reads no feature: its one line
-        every = store.split_rows(dataset, split).rows
+        every = coverage.rows(dataset, split)
         try:
             parse = select_parse(store, pl.concat([every["key_a"], every["key_b"]]).unique().to_list(), parse=parse,
                                  parser=parser, dataset=dataset, split=split)
@@ -153,7 +152,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
     # the split's rows as the store serves a read of this parse: checked against its manifest,
     # the pairs whose build skipped a sentence left out (and counted in the note)
-    served = store.split_rows(dataset, split, parse=parse)
+    served = coverage.served(dataset, split, parse)
     if served.note:
         log.warning(served.note)
     rows = served.rows if limit is None else served.rows.head(limit)
@@ -171,9 +170,8 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
     for info in plan.entries if plan else ():
-        held = [s for s in store.segments("feature") if s.target["entry"] == info.key]
         keys = rows["pair_key"] if info.scope == "pair" else sentences
-        loc, missing = locate(store, held, "index.parquet", "key", keys)
+        loc, missing = locate(*coverage.take_held(info), keys)
         if missing:  # the selection checked coverage: only a concurrent gc gets here
             raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
                                       "while being read; read again")
@@ -192,7 +190,7 @@ def _words(store: Store, dataset: str, split: str, parse: str | None, sentences:
     """Where each sentence's parse record lies; `MissingFeatureError` with the build line that
     parses what is missing."""
     segments = [s for s in store.segments("parses") if s.target["parse"] == parse]
-    loc, missing = locate(store, segments, "parses.parquet", "sent_key", sentences)
+    loc, missing = locate(segments, key_items(store.fs, segments, "parses.parquet", "sent_key"), sentences)
     if missing:
         recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
                               features=[FeatureRecipe(feature or "sdoi")])
