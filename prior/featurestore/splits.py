@@ -309,5 +309,5 @@ def served_rows(rows: pl.DataFrame, dataset: str, split: str, parse: str | None,
 
 
 __all__ = ["SplitRef", "SplitRows", "SplitShape", "checked_rows", "later_refs", "leave_out_skipped", "lost_pairs",
-           "manifest_of", "newest_refs", "read_splits", "restore_text", "served_rows", "shape_recipe", "short_split", "split_refs", "split_rows",
-           "split_shape"]
+           "manifest_of", "newest_refs", "read_splits", "restore_text", "served_rows", "shape_recipe", "short_split",
+           "split_refs", "split_rows", "split_shape"]

@@ -5,7 +5,8 @@ pair's data lies in the store.
 (`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
 sentence of the parse read left out and counted, a warning saying so), selects the feature's
 entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
-that hold it by reading their key columns only. What it keeps is a few integers per pair —
+that hold it by reading their key columns only. The selection's reads (the rows, each entry's
+keys: `Coverage`) are the index's, so each segment file is read once. What it keeps is a few integers per pair —
 its two sentences (numbered within the split), its label, and per pair entry the segment and
 item holding its value — and per sentence the same for its parse and sentence entries:
 about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
