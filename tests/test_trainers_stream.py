@@ -5,6 +5,9 @@ split gives."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -218,3 +221,25 @@ def test_dafa_view_combines_every_pair_at_once_bit_for_bit(view: str) -> None:
     for i, j in enumerate(shuffled):
         want = dafa_matrix(*(parts[k][j] for k in ("dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b")), **switches)
         assert got.get(i).shape == want.shape and got.get(i).tobytes() == want.tobytes()
+
+
+def test_reader_imports_no_pandas(store) -> None:
+    """pyarrow's conversions (``pa.array``, ``to_numpy``, ``fill_null``) import pandas where it is
+    installed: about a second of every loader worker's first batch. The index and the reader
+    avoid them, for every layout."""
+    pytest.importorskip("pandas")
+    code = f"""
+import sys
+import numpy as np
+from prior.featurestore import open_store
+from prior.trainers.reader import SplitReader
+from prior.trainers.split_index import index_split
+from tests.trainers_fixtures import tiny_tokenizer
+for feature in ("dep", "sdoi", "emb", "wup", None):
+    index = index_split(open_store({str(store.location)!r}, create=False), "many", "train", feature=feature)
+    SplitReader(index, tiny_tokenizer(), 64).read(np.arange(0, 120, 7)).batch_arrays(np.arange(18))
+print(sorted(m for m in sys.modules if m.split(".")[0] == "pandas"))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

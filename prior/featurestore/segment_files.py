@@ -210,7 +210,7 @@ def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: 
     """A feature segment's items of ``component``: its flat array with the offsets and shapes
     of the segment's index (`prior.featurestore.tensors`)."""
     def column(part: str) -> np.ndarray:
-        return np.asarray(index.column(f"{component}.{part}").to_numpy(), dtype=np.int64)
+        return np.asarray(numpy_column(index, f"{component}.{part}"), dtype=np.int64)
 
     return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
 

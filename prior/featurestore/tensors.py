@@ -241,6 +241,16 @@ def numpy_column(table: pa.Table, name: str) -> np.ndarray:
     return pl.from_arrow(table.select([name])).to_series().to_numpy()  # type: ignore[union-attr]
 
 
+def numpy_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An Arrow array as a numpy array, through Polars: pyarrow's own conversions (``to_numpy``,
+    ``np.asarray``, ``fill_null``, ``pa.array``, ``pa.scalar``) import pandas where it is
+    installed, up to a second in a fresh loader worker. Nulls of an integer array become NaN in
+    a float array, as pyarrow gives them."""
+    import polars as pl
+
+    return pl.from_arrow(array).to_numpy()  # type: ignore[union-attr]
+
+
 def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
     """Arrow list column of the items at ``index`` (-1 = null): vectors as lists, matrices as
     lists of rows. Built without Python loops over cells."""

@@ -37,6 +37,7 @@ from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.segment_files import indexed_items, read_arrays, read_items, read_parquet
 from prior.featurestore.store import EntryInfo
+from prior.featurestore.tensors import numpy_array
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import column_name
 from prior.trainers.caches import LruCache
@@ -47,6 +48,14 @@ from prior.trainers.tokens import Pieces, WordPieces, assemble, bert_pair_layout
 
 #: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
 DEFAULT_CACHE_MB = 256
+
+
+def _positions(values: np.ndarray) -> pa.Array:
+    """Positions as an Arrow int64 array over the same memory. Not ``pa.array``: any call of it
+    imports pandas where pandas is installed, about a second of every loader worker's first
+    batch."""
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
 def _ragged_bytes(parts: dict[str, Ragged]) -> int:
@@ -215,12 +224,12 @@ class SplitReader:
         for s in np.unique(segs).tolist():
             mine = order[np.searchsorted(segs[order], s):np.searchsorted(segs[order], s, side="right")]
             column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
-            parts.append(column.take(pa.array(items[mine])))
+            parts.append(column.take(_positions(items[mine])))
         if not parts:
-            return pa.array([], type=pa.list_(pa.string()))
+            return pa.nulls(0, type=pa.list_(pa.string()))
         back = np.empty(len(order), np.int64)
         back[order] = np.arange(len(order))
-        lists: pa.ListArray = pa.concat_arrays(parts).take(pa.array(back))
+        lists: pa.ListArray = pa.concat_arrays(parts).take(_positions(back))
         return lists
 
     def _read_words(self, segment: Segment) -> pa.Array:
@@ -231,10 +240,10 @@ class SplitReader:
         distinct word looked up (tokenized once per reader, `prior.trainers.tokens.WordPieces`)
         and the sentences assembled from the words' pieces."""
         lists = self._word_lists(sentences)
-        counts = np.asarray(pc.list_value_length(lists).fill_null(0), dtype=np.int64)
+        counts = np.nan_to_num(numpy_array(pc.list_value_length(lists))).astype(np.int64)  # a null list: 0
         encoded = pc.dictionary_encode(pc.list_flatten(lists))
         known = self.words.lookup(encoded.dictionary.to_pylist())
-        numbers = known[np.asarray(encoded.indices, dtype=np.int64)]
+        numbers = known[numpy_array(encoded.indices).astype(np.int64)]
         return self.words.sentences(numbers, counts), counts
 
 
