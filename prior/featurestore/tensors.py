@@ -248,7 +248,7 @@ def numpy_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     a float array, as pyarrow gives them."""
     import polars as pl
 
-    return pl.from_arrow(array).to_numpy()  # type: ignore[union-attr]
+    return pl.from_arrow(array).to_numpy()
 
 
 def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
