@@ -38,8 +38,11 @@ def train_args(setup: tuple[Path, Path], out: Path, *extra: object) -> list[str]
 
 def start(args: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PRIOR_NO_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    # SIGINT as a terminal gives it, even where this suite was started with it ignored (a job put
+    # in the background by a shell that has no job control inherits it ignored)
     return subprocess.Popen([sys.executable, "-m", "prior.cli.main", *args, "--log-every", "1"], env=env,
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def run_until(proc: subprocess.Popen[str], step: int) -> list[str]:
