@@ -224,7 +224,7 @@ def read_flat(files: Mapping[str, bytes], name: str) -> np.ndarray | None:
     return read_flat_ranges(files, name, np.array([0], np.int64), np.array([length], np.int64))
 
 
-def _arrow(values: np.ndarray) -> pa.Array:
+def arrow_array(values: np.ndarray) -> pa.Array:
     """A 1-D numpy array as an Arrow array, through Polars: ``pa.array`` imports pandas when it is
     installed (0.3 s in a process that has not yet)."""
     import polars as pl
@@ -261,13 +261,13 @@ def nested_column(ragged: Ragged, index: np.ndarray) -> pa.Array:
     matrix = bool(np.any(c[present] >= 0)) if present.any() else False
     sizes = np.where(present, items.sizes(), 0)
     keep = np.repeat(present, items.sizes())
-    value_arr = _arrow(items.values[keep])
-    mask = _arrow(~present)
+    value_arr = arrow_array(items.values[keep])
+    mask = arrow_array(~present)
     if not matrix:
         outer = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return pa.LargeListArray.from_arrays(_arrow(outer), value_arr, mask=mask)
+        return pa.LargeListArray.from_arrays(arrow_array(outer), value_arr, mask=mask)
     row_len = np.repeat(np.maximum(c, 0), r)
     inner = np.concatenate([[0], np.cumsum(row_len)]).astype(np.int64)
     outer = np.concatenate([[0], np.cumsum(r)]).astype(np.int64)
-    inner_arr = pa.LargeListArray.from_arrays(_arrow(inner), value_arr)
-    return pa.LargeListArray.from_arrays(_arrow(outer), inner_arr, mask=mask)
+    inner_arr = pa.LargeListArray.from_arrays(arrow_array(inner), value_arr)
+    return pa.LargeListArray.from_arrays(arrow_array(outer), inner_arr, mask=mask)

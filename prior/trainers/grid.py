@@ -83,14 +83,12 @@ def _cross_gather(seg: np.ndarray, wid: np.ndarray, pairs: Ragged, index: np.nda
     seg8 = seg.astype(np.int8)
     cross = (seg8[:, :, None] + seg8[:, None, :]) == 1  # one piece in A, the other in B
     flat = u[:, :, None] + u[:, None, :]
+    flat *= cross  # cells within a sentence read position 0
+    grid = pairs.values.take(flat)
     filled = pairs.padded and len(pairs.values) and pairs.values[0] == np.float32(neutral)
-    if filled:  # position 0 holds the neutral value: one gather fills every cell
-        flat *= cross
-        grid = pairs.values.take(flat).astype(np.float32, copy=False)
-    else:
-        np.multiply(flat, cross, out=flat)
-        grid = np.where(cross, pairs.values.take(flat), np.float32(neutral)).astype(np.float32, copy=False)
-    return grid
+    if not filled:  # position 0 is not the neutral value: set those cells
+        grid = np.where(cross, grid, np.float32(neutral))
+    return grid.astype(np.float32, copy=False)
 
 
 def mask_grid(seg: np.ndarray, wid: np.ndarray, sentences: Ragged, index_a: np.ndarray,

@@ -17,8 +17,10 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   (SDOI masks, tf-idf weights, embedding ids), read a feature segment at a time.
 
 The cache bounds are set in bytes (``cache_mb``, split between the caches; the words' pieces
-are bounded by a count of words); a value is read again when it was dropped. A reader belongs to one process: after a fork (a loader worker) it
-reaches the store through a handle of its own.
+are bounded by a count of words); a value is read again when it was dropped. Arrow arrays are
+made and read through `prior.featurestore.tensors` (pyarrow's own conversions import pandas,
+about a second of a loader worker's first batch). A reader belongs to one process: after a
+fork (a loader worker) it reaches the store through a handle of its own.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.segment_files import indexed_items, read_arrays, read_items, read_parquet
 from prior.featurestore.store import EntryInfo
-from prior.featurestore.tensors import numpy_array
+from prior.featurestore.tensors import arrow_array, numpy_array
 from prior.layouts.ragged import Ragged
 from prior.layouts.views import column_name
 from prior.trainers.caches import LruCache
@@ -48,14 +50,6 @@ from prior.trainers.tokens import Pieces, WordPieces, assemble, bert_pair_layout
 
 #: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
 DEFAULT_CACHE_MB = 256
-
-
-def _positions(values: np.ndarray) -> pa.Array:
-    """Positions as an Arrow int64 array over the same memory. Not ``pa.array``: any call of it
-    imports pandas where pandas is installed, about a second of every loader worker's first
-    batch."""
-    data = np.ascontiguousarray(values, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
 def _ragged_bytes(parts: dict[str, Ragged]) -> int:
@@ -224,12 +218,12 @@ class SplitReader:
         for s in np.unique(segs).tolist():
             mine = order[np.searchsorted(segs[order], s):np.searchsorted(segs[order], s, side="right")]
             column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
-            parts.append(column.take(_positions(items[mine])))
+            parts.append(column.take(arrow_array(items[mine])))
         if not parts:
             return pa.nulls(0, type=pa.list_(pa.string()))
         back = np.empty(len(order), np.int64)
         back[order] = np.arange(len(order))
-        lists: pa.ListArray = pa.concat_arrays(parts).take(_positions(back))
+        lists: pa.ListArray = pa.concat_arrays(parts).take(arrow_array(back))
         return lists
 
     def _read_words(self, segment: Segment) -> pa.Array:
