@@ -295,3 +295,30 @@ def test_issue28_predict_on_all_unusable_pairs_is_one_data_error(trained: tuple[
         assert result.exit_code == 1, result.output
         assert result.output.count("\n") == 1 and message in result.output, result.output
         assert "predict-" not in result.output and "prior build" not in result.output
+
+
+def test_predict_reads_a_neutral_run_neutral(trained: tuple[Path, Path, Path], home: Path, tmp_path: Path) -> None:
+    """A checkpoint trained with ``--features neutral`` predicts with its feature neutral, as
+    `prior eval --features neutral` scores the same weights; its `prior eval` reads it so too."""
+    from prior.pipeline.predict import build_pairs
+    from prior.trainers import load_model
+    from prior.trainers.evaluation import checkpoint_outputs
+
+    store, out, _ = trained
+    neutral = tmp_path / "neutral"
+    shutil.copytree(out / "best", neutral)
+    meta = json.loads((neutral / "prior.json").read_text())
+    (neutral / "prior.json").write_text(json.dumps({**meta, "features": "neutral"}))
+    want = checkpoint_outputs(out, "sick", "test", store=str(store), features="neutral")
+    as_trained = checkpoint_outputs(neutral, "sick", "test", store=str(store))
+    np.testing.assert_array_equal(as_trained.outputs, want.outputs)
+    logits = dict(zip(want.data.pair_keys.tolist(), want.outputs))
+    pairs_file = tmp_path / "sick-test.txt"  # the pairs `prior eval` scored, as a user's table
+    pairs_file.write_text("".join(SICK_TEST.read_text().splitlines(keepends=True)[:N + 1]))
+    got, stored = (load_model(run, store=str(tmp_path / "s"), builder=build_pairs).predict_file(
+        pairs_file, text_a="sentence_A", text_b="sentence_B").items for run in (neutral, out))
+    assert sorted(p.key for p in got) == sorted(logits)
+    for p in got:
+        probs = np.exp(logits[p.key] - logits[p.key].max())
+        assert np.allclose([p.probabilities[n] for n in meta["label_names"]], probs / probs.sum(), atol=1e-5)
+    assert [p.probabilities for p in got] != [p.probabilities for p in stored]

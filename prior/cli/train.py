@@ -41,6 +41,11 @@ class FeatureMode(StrEnum):
     shuffled = "shuffled"
 
 
+class TrainFeatures(StrEnum):
+    stored = "stored"
+    neutral = "neutral"
+
+
 class ReportTo(StrEnum):
     tensorboard = "tensorboard"
 
@@ -85,6 +90,7 @@ def train(
     parser: Annotated[str | None, typer.Option(help="Models without a store feature (bert, cda): read the words of the parse this parser made (as given to `prior build --parser`; default: biaffine). A feature's entry decides its parse.")] = None,
     parse: Annotated[str | None, typer.Option(help="Models without a store feature: read this parse (an id prefix, as `prior store info` lists) instead of --parser's.")] = None,
     shuffle_window: Annotated[int | None, typer.Option(min=1, help="Pairs shuffled together; a split this small is fully shuffled. More: closer to a full shuffle, more memory. [default: 16384]")] = None,
+    features: Annotated[TrainFeatures | None, typer.Option(help="neutral: train, choose and score the model with its feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors): the method's architecture without its prior knowledge, a control for what the feature adds. [default: stored]")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue a run (its output folder, or its last/) at its last saved step.")] = None,
     save_every: Annotated[int | None, typer.Option(min=1, help="Also save the resumable state (last/) every N steps (always: at each epoch's end).")] = None,
     workers: Annotated[int | None, typer.Option(min=0, help="Loader worker processes that read and batch ahead (0: in the training process; must divide 4). [default: 2 on CUDA, 0 on CPU]")] = None,
@@ -154,6 +160,7 @@ def _specs(given: dict[str, Any], recorded: Any, ref: StoreRef) -> tuple[Any, An
                          limit=given.get("limit"), sample=given.get("sample"), sample_seed=given.get("sample_seed", 0),
                          feature_params={**params, **dotted} or None, feature_entry=given.get("entry"),
                          view=given.get("view"), parser=given.get("parser"), parse=given.get("parse"),
+                         features=str(given.get("features", "stored")),
                          **({"window": given["shuffle_window"]} if "shuffle_window" in given else {}))
     return model_spec, data_spec
 
@@ -250,7 +257,7 @@ def eval_(
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     batch_size: Annotated[int | None, typer.Option(min=1)] = None,
     view: ViewOpt = None,
-    features: Annotated[FeatureMode, typer.Option(help="stored: as trained; neutral: the feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors); shuffled: by another pair's (a fixed permutation). A model whose score does not move without its feature does not use it.")] = FeatureMode.stored,
+    features: Annotated[FeatureMode, typer.Option(help="stored: as trained (a run trained with --features neutral reads it neutral); neutral: the feature replaced by its neutral value (all-ones grid, full-visibility mask, zero vectors); shuffled: by another pair's (a fixed permutation). A model whose score does not move without its feature does not use it.")] = FeatureMode.stored,
     device: DeviceOpt = None,
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the

@@ -97,6 +97,13 @@ def stored_view(meta: Mapping[str, Any]) -> str | None:
     return None if view in (None, meta.get("feature")) else str(view)
 
 
+def trained_features(meta: Mapping[str, Any]) -> str:
+    """How a checkpoint's run read its feature (``prior.json``'s ``features``,
+    `prior.trainers.config.DataSpec.features`): ``stored``, or ``neutral`` for a run trained
+    without it, which is then read so again unless asked otherwise."""
+    return str(meta.get("features") or "stored")
+
+
 def _missing_field(meta: Mapping[str, Any]) -> str | None:
     settings, fingerprints = meta.get("settings"), meta.get("fingerprints")
     if not isinstance(settings, dict) or not all(isinstance(settings.get(k), int) for k in ("batch_size", "max_length")):
@@ -247,4 +254,5 @@ def _no_weights(directory: Path, pickled: list[str], name: str = "model.safetens
 
 
 __all__ = ["CHECKSUMS", "META_FILE", "CheckpointError", "check_checkpoint", "checkpoint_dir", "file_checksums",
-           "load_checkpoint", "load_weights", "read_meta", "save_checkpoint", "sha256_of", "stored_view"]
+           "load_checkpoint", "load_weights", "read_meta", "save_checkpoint", "sha256_of", "stored_view",
+           "trained_features"]

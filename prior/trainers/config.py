@@ -15,14 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prior.errors import PriorError
 from prior.featurestore import StoreRef
 from prior.featurestore.names import check_name
 from prior.featurestore.selection import Request
+from prior.hints import option
 from prior.trainers.loader import LoaderSettings
 from prior.trainers.order import DEFAULT_PIECE, DEFAULT_WINDOW
 from prior.trainers.registry import TrainSettings
 
 RUNS = Path("runs")
+#: how a run reads its feature (`prior train --features`): as stored, or replaced by its neutral
+#: value in training, dev and evaluation alike (the model's architecture without its prior)
+TRAIN_FEATURE_MODES = ("stored", "neutral")
 #: where metrics go besides metrics.jsonl (`prior train --report-to`)
 REPORTERS = ("tensorboard",)
 
@@ -54,8 +59,13 @@ class DataSpec:
     parse: str | None = None  # ... or this parse (an id prefix), when one parser made several
     window: int = DEFAULT_WINDOW  # pairs shuffled together (prior.trainers.order)
     piece: int = DEFAULT_PIECE  # consecutive pairs read together: at most a window
+    features: str = "stored"  # or "neutral": every split read with the feature's neutral value (a control)
 
     def __post_init__(self) -> None:
+        if self.features not in TRAIN_FEATURE_MODES:
+            raise PriorError(f"{option('features', self.features)}: a run trains on its feature as stored or "
+                             f"neutral ({', '.join(TRAIN_FEATURE_MODES)}); another pair's feature is an "
+                             "evaluation's ablation (prior eval --features shuffled)")
         if self.piece > self.window:
             object.__setattr__(self, "piece", self.window)
 
@@ -102,4 +112,4 @@ def default_output(model: str, dataset: str, seed: int) -> Path:
     return RUNS / check_name("output folder", name)
 
 
-__all__ = ["REPORTERS", "RUNS", "DataSpec", "ModelSpec", "RunSpec", "TrainConfig", "default_output"]
+__all__ = ["REPORTERS", "RUNS", "TRAIN_FEATURE_MODES", "DataSpec", "ModelSpec", "RunSpec", "TrainConfig", "default_output"]

@@ -24,7 +24,7 @@ from prior.hints import option
 from prior.layouts.views import resolve_view
 from prior.progress import Progress
 from prior.trainers import metrics
-from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view
+from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view, trained_features
 from prior.trainers.dataset_ref import StoredDataset
 from prior.trainers.models.base import PriorBertModel
 from prior.trainers.order import DEFAULT_WINDOW
@@ -137,8 +137,9 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     """What :func:`evaluate_checkpoint` scores: a saved checkpoint's outputs on one split of
     the store (default: the dataset it was trained on), read from exactly the feature entries it
     was trained on (`prior.json`): a store whose entries do not hold that split is an error
-    naming the build line that adds them. ``features``: as stored, or destroyed (``neutral``,
-    ``shuffled``; `PairData.with_features`). ``view``: read this variant view of the model's
+    naming the build line that adds them. ``features``: as trained (``stored``; a run trained
+    with its feature ``neutral`` is read so), or destroyed (``neutral``, ``shuffled``;
+    `PairData.with_features`). ``view``: read this variant view of the model's
     feature instead of the one it was trained on (an ablation at test time). ``store``: where
     the split is read, a location or a `StoreRef` with its storage options; one without a
     location reaches the training store with the options the checkpoint recorded (its secrets
@@ -149,6 +150,8 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     trained = meta["fingerprints"]["train"]
     st = open_store(recorded_store(trained, store), create=False)
     read = stored_view(meta) if view is None else resolve_view(meta["feature"], view)
+    if features == "stored":
+        features = trained_features(meta)
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: {option('features', features)} has nothing to "
                          "replace")

@@ -45,7 +45,7 @@ from prior.featurestore.store import EntryInfo
 from prior.layouts.views import view_of
 from prior.paths import prior_home
 from prior.progress import stage_bars
-from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view
+from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view, trained_features
 from prior.trainers.data import load_split
 from prior.trainers.evaluation import predict
 from prior.trainers.runtime import Runtime, runtime
@@ -214,7 +214,7 @@ class Predictor:
         settings = self.meta["settings"]
         data = load_split(store, built.dataset, built.split, self.tokenizer, max_length=settings["max_length"],
                           feature=self.meta["feature"], entries=self.entry_keys or None,
-                          view=stored_view(self.meta), parse=self.parse)
+                          view=stored_view(self.meta), parse=self.parse).with_features(trained_features(self.meta))
         with stage_bars(progress) as report:
             outputs = predict(self.model, data, self.batch_size, self.rt, report, "predict")
         rows = store.pairs(built.dataset, built.split, parse=self.parse)  # the pairs `data` holds, in its order

@@ -105,8 +105,9 @@ class SplitReader:
     """Pairs of one indexed split as `PairData` (module docstring)."""
 
     def __init__(self, index: SplitIndex, tokenizer: Any, max_length: int, *, piece: int = DEFAULT_PIECE,
-                 cache_mb: float = DEFAULT_CACHE_MB) -> None:
+                 cache_mb: float = DEFAULT_CACHE_MB, features: str = "stored") -> None:
         self.index, self.tokenizer, self.max_length, self.piece = index, tokenizer, max_length, piece
+        self.features = features  # "neutral": every read's feature replaced by its neutral value
         self.layout = bert_pair_layout(tokenizer) if max_length > 3 else None
         self.pad = int(tokenizer.pad_token_id or 0)
         budget = int(cache_mb * 1024 * 1024)
@@ -144,10 +145,11 @@ class SplitReader:
         if index.plan is not None:
             source = index.plan.source(self._values(pos, sentences, ia, ib))
         labels = None if index.labels is None else index.labels[pos]
-        return PairData(dataset=index.dataset, split=index.split, labels=labels, label_kind=index.label_kind,
+        data = PairData(dataset=index.dataset, split=index.split, labels=labels, label_kind=index.label_kind,
                         label_names=index.label_names, encoded=encoded, source=source,
                         fingerprint=dict(index.fingerprint), rows=np.arange(n, dtype=np.int64),
                         word_counts=np.stack([counts[ia], counts[ib]], axis=1).reshape(-1, 2))
+        return data if self.features == "stored" else data.with_features(self.features)
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> dict[str, Ragged]:
         """The feature entries' values for the pairs (frame column → one item per pair)."""

@@ -27,7 +27,8 @@ from prior.trainers.store_record import recorded_store
 #: options beside --resume that name the run's model or data (they must agree with the record)
 _MODEL = {"model": "model", "backbone": "backbone", "seed": "seed"}
 _DATA = {"dataset": "dataset", "limit": "limit", "sample": "sample", "sample_seed": "sample_seed",
-         "dev_split": "dev_split", "view": "view", "parser": "parser", "parse": "parse", "shuffle_window": "window"}
+         "dev_split": "dev_split", "view": "view", "parser": "parser", "parse": "parse", "shuffle_window": "window",
+         "features": "features"}
 _FIXED = ("option", "feature_param", "entry")
 
 

@@ -6,7 +6,8 @@ Choices: the dev split is the one named, else the first of
 test), a fixed 10% of the training split (numpy seed 0, independent of the run's seed) is held
 out as dev; ``sample`` then draws a fixed fraction of the remaining training pairs (seeded by
 ``sample_seed``, also independent of the seed), so runs with several seeds share their data.
-Every split must be labelled as the training split is.
+Every split must be labelled as the training split is. A run trained with its feature
+``neutral`` (`DataSpec.features`, a control) reads every split so.
 """
 
 from __future__ import annotations
@@ -52,13 +53,16 @@ def open_run_data(store: Store, data: DataSpec, dataset: StoredDataset, feature:
                   max_length: int, cache_mb: float | None = None) -> RunData:
     """The run's splits (module docstring), each indexed (`prior.trainers.split_index`) and
     read through a `SplitReader` of its own."""
+    if data.features != "stored" and feature is None:
+        raise PriorError(f"{option('features', data.features)}: the model reads no store feature, so it has "
+                         "nothing to replace")
     kw: dict[str, Any] = {"feature": feature, "view": data.view, "request": data.request, "limit": data.limit,
                           "parser": data.parser, "parse": data.parse}
     cache = DEFAULT_CACHE_MB if cache_mb is None else cache_mb
 
     def reader(split: str) -> SplitReader:
         return SplitReader(index_split(store, dataset.name, split, **kw), tokenizer, max_length, piece=data.piece,
-                           cache_mb=cache)
+                           cache_mb=cache, features=data.features)
 
     train = reader(data.train_split)
     positions = np.arange(len(train.index), dtype=np.int64)

@@ -191,6 +191,7 @@ def _meta(cfg: TrainConfig, store: Store, model_name: str, backbone: str, settin
         "model": model_name, "name": cfg.model.model, "backbone": backbone, "dataset": data.dataset.name,
         "dataset_read_as": data.dataset.read_as, "label_kind": index.label_kind, "label_names": list(index.label_names),
         "feature": feature, "feature_params": cfg.data.feature_params, "view": resolve_view(feature, cfg.data.view),
+        "features": cfg.data.features,
         "settings": settings.to_dict(), "seed": cfg.model.seed, "sample": cfg.data.sample,
         "sample_seed": cfg.data.sample_seed, "dev": data.dev_note, "limit": cfg.data.limit,
         "metrics_names": list(task.metrics), "task": task.to_dict(), "world_size": rt.world, "device": str(rt.device),
