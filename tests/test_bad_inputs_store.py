@@ -25,7 +25,7 @@ from prior.featurestore.lease import MAX_SECONDS
 from prior.featurestore.maintenance import gc_store, verify_store
 from prior.pipeline.build import build
 from prior.pipeline.build_options import BuildOptions, RunOptions
-from prior.pipeline.runner import log_to_file
+from prior.pipeline.runner import DASK_LOGGERS, log_to_file
 
 runner = CliRunner()
 
@@ -179,26 +179,33 @@ def test_dataset_file_without_a_usable_pair_names_the_cause(store, built, tmp_pa
     assert verify_store(open_store(store, create=False)).ok and _frame(store) == built[1]
 
 
-def test_dask_log_goes_to_a_file_not_the_terminal(tmp_path, capfd):
-    logger = logging.getLogger("distributed.worker")
-    saved = (list(logging.getLogger("distributed").handlers), logging.getLogger("distributed").propagate)
+@pytest.mark.parametrize(("name", "message"), [
+    ("distributed.worker", "Compute Failed\nTraceback: boom"),
+    # the traceback a Ctrl-C during a build could print: distributed's sync() cancels its future
+    # in a loop callback, which raised and which tornado logged
+    ("tornado.application", "Exception in callback sync.<locals>.cancel\nNameError: cannot access free variable"),
+])
+def test_dask_log_goes_to_a_file_not_the_terminal(tmp_path, capfd, name, message):
+    saved = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in DASK_LOGGERS}
     stream = logging.StreamHandler(sys.stderr)
     logging.getLogger("distributed").addHandler(stream)
     try:
         log_to_file(str(tmp_path / "logs" / "dask.log"))
-        logger.error("Compute Failed\nTraceback: boom")
-        assert "Compute Failed" not in capfd.readouterr().err
-        assert "Compute Failed" in (tmp_path / "logs" / "dask.log").read_text()
+        log_to_file(str(tmp_path / "logs" / "dask.log"))  # again (a second build in one process): one handler
+        logging.getLogger(name).error(message)
+        assert message.split("\n")[0] not in capfd.readouterr().err
+        assert (tmp_path / "logs" / "dask.log").read_text().count(message) == 1
     finally:
-        parent = logging.getLogger("distributed")
-        for handler in list(parent.handlers):
-            if handler not in saved[0]:
-                handler.close()
-                parent.removeHandler(handler)
-        for handler in saved[0]:
-            if handler not in parent.handlers:
-                parent.addHandler(handler)
-        parent.propagate = saved[1]
+        for n, (handlers, propagate) in saved.items():
+            parent = logging.getLogger(n)
+            for handler in list(parent.handlers):
+                if handler not in handlers:
+                    handler.close()
+                    parent.removeHandler(handler)
+            for handler in handlers:
+                if handler not in parent.handlers:
+                    parent.addHandler(handler)
+            parent.propagate = propagate
 
 
 @pytest.mark.slow

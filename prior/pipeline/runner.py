@@ -52,24 +52,32 @@ class Losses:
     recomputed: list[str] = field(default_factory=list)
 
 
+#: the loggers of Dask and of the event loop it runs on: tornado logs an exception in one of
+#: Dask's callbacks (e.g. ``distributed.utils.sync``'s cancel on a Ctrl-C) as a traceback
+DASK_LOGGERS = ("distributed", "tornado")
+
+
 def log_to_file(path: str) -> None:
-    """Send Dask's own log (``distributed``) to ``path`` instead of the terminal: a build's
-    failure is the one line its error says; the details stay in that file."""
+    """Send Dask's own log (``distributed``, and ``tornado``'s, whose loop runs Dask's
+    callbacks) to ``path`` instead of the terminal: a build's failure is the one line its error
+    says; the details stay in that file."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(path)  # opened now: a file that cannot be written fails here
     except OSError:  # no writable PRIOR_HOME: the log stays on the terminal
         return
-    logger = logging.getLogger("distributed")
-    for old in list(logger.handlers):
-        if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
-            logger.removeHandler(old)
-    if any(isinstance(h, logging.FileHandler) and h.baseFilename == handler.baseFilename for h in logger.handlers):
-        handler.close()
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-    logger.propagate = False
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+    for name in DASK_LOGGERS:
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
+                logger.removeHandler(old)
+        if not any(isinstance(h, logging.FileHandler) and h.baseFilename == handler.baseFilename
+                   for h in logger.handlers):
+            logger.addHandler(handler)
+        logger.propagate = False
+    if not any(handler in logging.getLogger(name).handlers for name in DASK_LOGGERS):
+        handler.close()  # every logger already writes to this file
 
 
 @contextlib.contextmanager
