@@ -51,6 +51,10 @@ def make_store(path: str, pairs: int, sentences: int, *, partition: int = 2000, 
     from prior.featurestore.store import make_entry
     from prior.layouts.kinds import PairMatrix, SentenceMask, SentenceVector
 
+    if Path(path).exists() and any(Path(path).iterdir()):
+        # writing again into a store would add every pair a second time: a read of the split
+        # then reads twice the rows it serves, and every cost measured on it is off
+        raise SystemExit(f"{path} exists and is not empty: make a synthetic store in a new folder")
     rng = np.random.default_rng(seed)
     vocab = _words(seed)
     texts = [[vocab[j] for j in rng.integers(0, len(vocab), int(rng.integers(6, 31)))] for _ in range(sentences)]

@@ -33,6 +33,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_bench_loader_make_refuses_a_store_that_exists(store: Path) -> None:
+    """Made again into the same folder, the store would hold every pair twice, and a read of
+    its split would read twice the rows it serves."""
+    proc = subprocess.run([sys.executable, "bench/loader.py", "make", str(store), "--pairs", "300"], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert proc.returncode != 0 and "exists and is not empty" in proc.stderr
+
+
 def test_bench_loader_run_and_sizes(store: Path) -> None:
     for workers in (0, 2):
         row = json.loads(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,
