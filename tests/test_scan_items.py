@@ -64,6 +64,21 @@ def test_ranges_equal_a_whole_decode_in_any_order_and_across_pieces(tmp_path: Pa
         read_flat_ranges(files, "x", np.array([9_995]), np.array([10]))
 
 
+def test_ranges_that_follow_one_another_are_copied_as_one(tmp_path: Path) -> None:
+    """A piece of the split reads a segment's consecutive items: their ranges follow one another
+    and are joined into one copy; empty ranges, gaps, repeats and ranges out of order keep their
+    places in the output."""
+    flat = np.random.default_rng(1).standard_normal(5_000).astype(np.float32)
+    files = _files(tmp_path, {"x": flat}, piece=333)
+    starts = np.array([10, 13, 13, 20, 0, 3, 3, 4_000, 4_100, 4_100, 600], np.int64)
+    sizes = np.array([3, 0, 7, 5, 3, 0, 2, 100, 0, 50, 700], np.int64)
+    joined = tensors_module._runs(starts, sizes)
+    assert joined[0].tolist() == [10, 0, 4_000, 600] and joined[1].tolist() == [15, 5, 150, 700]
+    got = read_flat_ranges(files, "x", starts, sizes)
+    assert got is not None
+    assert got.tolist() == np.concatenate([flat[s:s + n] for s, n in zip(starts, sizes)]).tolist()
+
+
 def test_only_the_pieces_holding_a_range_are_decompressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two items in an array of 50 pieces: two pieces decompressed. Pieces of fill values only
     (never written) read as the fill value, and so does an array Zarr wrote no file for."""

@@ -164,12 +164,20 @@ def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
         raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
-def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[str],
+def index_columns(table: pa.Table, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The ``offset``, ``rows`` and ``cols`` columns of arrays ``names`` in a feature segment's
+    index table, as int64 numpy arrays (what `read_items` reads of it, converted once)."""
+    return {f"{n}.{part}": np.asarray(numpy_column(table, f"{n}.{part}"), dtype=np.int64)
+            for n in names for part in ("offset", "rows", "cols")}
+
+
+def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.ndarray], names: Sequence[str],
                positions: np.ndarray) -> dict[str, Ragged]:
-    """Items ``positions`` (rows of the segment's ``index``) of the flat arrays ``names``, as
-    `Ragged` in that order: the files are checked as by `read_arrays`, then only those items'
-    values are kept, from the pieces that hold them (`prior.featurestore.tensors.read_flat_ranges`);
-    an array stored otherwise is decoded whole and the items taken from it."""
+    """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`)
+    of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
+    `read_arrays`, then only those items' values are kept, from the pieces that hold them
+    (`prior.featurestore.tensors.read_flat_ranges`); an array stored otherwise is decoded whole
+    and the items taken from it."""
     files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
     for name in names:
         files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
@@ -177,7 +185,8 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table, names: Sequence[s
     out: dict[str, Ragged] = {}
     for name in names:
         def column(part: str, name: str = name) -> np.ndarray:
-            return np.asarray(numpy_column(index, f"{name}.{part}"), dtype=np.int64)[rows]
+            whole = index[f"{name}.{part}"] if isinstance(index, Mapping) else numpy_column(index, f"{name}.{part}")
+            return np.asarray(whole, dtype=np.int64)[rows]
 
         offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
         sizes = nrows * np.where(ncols < 0, 1, ncols)

@@ -160,6 +160,18 @@ def _pieces(layout: FlatLayout, data: bytes, wanted: Sequence[int]) -> Iterator[
         yield i * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
 
 
+def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same values in the same order as fewer ranges: empty ranges dropped, and each range
+    that starts where the one before it stops joined to it (a segment's consecutive items,
+    which a piece of the split reads)."""
+    keep = sizes > 0
+    starts, sizes = starts[keep], sizes[keep]
+    if len(starts) < 2:
+        return starts, sizes
+    first = np.flatnonzero(np.concatenate([[True], starts[1:] != starts[:-1] + sizes[:-1]]))
+    return starts[first], np.add.reduceat(sizes, first)
+
+
 def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
                      sizes: np.ndarray) -> np.ndarray | None:
     """The values ``[starts[i], starts[i] + sizes[i])`` of flat array ``name``, one range after
@@ -181,6 +193,8 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
     if len(starts) and (starts.min() < 0 or stops.max() > layout.length):
         raise StoreError(f"array {name!r}: an item's range lies outside its {layout.length} values")
     out = np.empty(int(sizes.sum()), dtype=layout.dtype)
+    starts, sizes = _runs(starts, sizes)
+    stops = starts + sizes
     where = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
     order = [int(i) for i in np.argsort(starts, kind="stable") if sizes[i] > 0]
     if not order:

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.segment_files import indexed_items, read_arrays, read_items, read_parquet
+from prior.featurestore.segment_files import index_columns, indexed_items, read_arrays, read_items, read_parquet
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
 from prior.layouts.ragged import Ragged
@@ -114,7 +114,7 @@ class SplitReader:
         self.words = WordPieces(tokenizer)
         self.parses: LruCache[pa.Array] = LruCache(budget // 8, lambda a: a.nbytes)
         self.segments: LruCache[dict[str, Ragged]] = LruCache(budget // 4, _ragged_bytes)
-        self.indexes: LruCache[pa.Table] = LruCache(budget // 16, lambda t: t.nbytes)
+        self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(budget // 16, lambda t: sum(a.nbytes for a in t.values()))
         self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 3 * (budget // 8) - budget // 16, _ragged_bytes)
         self._fs: StoreFS | None = None
         self._pid = -1
@@ -187,12 +187,17 @@ class SplitReader:
         for k, s in enumerate(np.unique(segs).tolist()):
             mine = np.flatnonzero(segs == s)
             segment = loc.segments[s]
-            columns = [f"{c}.{part}" for c in info.components for part in ("offset", "rows", "cols")]
-            table = self.indexes.get((segment.id, info.components),
-                                     partial(read_parquet, self.fs, segment, "index.parquet", columns))
-            parts.append(read_items(self.fs, segment, table, info.components, items[mine]))
+            columns = self.indexes.get((segment.id, info.components),
+                                       partial(self._read_index, segment, info.components))
+            parts.append(read_items(self.fs, segment, columns, info.components, items[mine]))
             which[mine], where[mine] = k, np.arange(len(mine))
         return {c: gather([part[c] for part in parts], which, where) for c in info.components}
+
+    def _read_index(self, segment: Segment, components: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The item offsets and shapes of a pair entry's segment, as numpy once (every piece
+        the segment holds reads them)."""
+        columns = [f"{c}.{part}" for c in components for part in ("offset", "rows", "cols")]
+        return index_columns(read_parquet(self.fs, segment, "index.parquet", columns), components)
 
     # ------------------------------------------------------------------ sentences
     def _sentence_items(self, info: EntryInfo, sentences: np.ndarray) -> dict[str, Ragged]:
