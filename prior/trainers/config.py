@@ -65,7 +65,7 @@ class DataSpec:
         if self.features not in TRAIN_FEATURE_MODES:
             raise PriorError(f"{option('features', self.features)}: a run trains on its feature as stored or "
                              f"neutral ({', '.join(TRAIN_FEATURE_MODES)}); another pair's feature is an "
-                             "evaluation's ablation (prior eval --features shuffled)")
+                             f"evaluation's ablation (prior eval {option('features', 'shuffled')})")
         if self.piece > self.window:
             object.__setattr__(self, "piece", self.window)
 
