@@ -182,13 +182,10 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
     for name in names:
         files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
     rows = np.asarray(positions, dtype=np.int64)
+    columns = index if isinstance(index, Mapping) else index_columns(index, names)
     out: dict[str, Ragged] = {}
     for name in names:
-        def column(part: str, name: str = name) -> np.ndarray:
-            whole = index[f"{name}.{part}"] if isinstance(index, Mapping) else numpy_column(index, f"{name}.{part}")
-            return np.asarray(whole, dtype=np.int64)[rows]
-
-        offsets, nrows, ncols = column("offset"), column("rows"), column("cols")
+        offsets, nrows, ncols = (columns[f"{name}.{part}"][rows] for part in ("offset", "rows", "cols"))
         sizes = nrows * np.where(ncols < 0, 1, ncols)
         try:
             values = read_flat_ranges(files, name, offsets, sizes)
@@ -210,10 +207,9 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
 def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: str) -> Ragged:
     """A feature segment's items of ``component``: its flat array with the offsets and shapes
     of the segment's index (`prior.featurestore.tensors`)."""
-    def column(part: str) -> np.ndarray:
-        return np.asarray(numpy_column(index, f"{component}.{part}"), dtype=np.int64)
-
-    return Ragged(arrays[component], column("offset"), column("rows"), column("cols"))
+    columns = index_columns(index, [component])
+    return Ragged(arrays[component], columns[f"{component}.offset"], columns[f"{component}.rows"],
+                  columns[f"{component}.cols"])
 
 
 def write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:

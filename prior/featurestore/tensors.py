@@ -196,7 +196,7 @@ def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
     starts, sizes = _runs(starts, sizes)
     stops = starts + sizes
     where = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
-    order = [int(i) for i in np.argsort(starts, kind="stable") if sizes[i] > 0]
+    order = np.argsort(starts, kind="stable").tolist()  # every run is non-empty (`_runs`)
     if not order:
         return out
     data = files.get(f"{name}/c/0")
@@ -250,9 +250,7 @@ def arrow_array(values: np.ndarray) -> pa.Array:
 
 def numpy_column(table: pa.Table, name: str) -> np.ndarray:
     """Column ``name`` of an Arrow table as a numpy array (without pyarrow's pandas import)."""
-    import polars as pl
-
-    return pl.from_arrow(table.select([name])).to_series().to_numpy()  # type: ignore[union-attr]
+    return numpy_array(table.column(name))
 
 
 def numpy_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
