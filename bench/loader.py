@@ -4,6 +4,7 @@
     python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
     python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
     python bench/loader.py make STORE --pairs 500000 --sentences 63000   # a store without parsing (synthetic)
+    python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
 then the stream of `prior.trainers.loader` makes one epoch of global batches of ``--batch-size``
@@ -21,6 +22,13 @@ nothing else). The stores of `bench/scale.py` (``bench/out/scale/store-N``, data
 or of ``make``. ``s3``: starts moto's S3 server in this process, copies the store into a bucket,
 and compares ``run`` from the local store and from ``s3://`` (the same batches; the reads go
 through HTTP). Timings mean something only on a machine nothing else uses.
+
+``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
+(``/proc/self/status``) after the imports and the tokenizer, around each step of
+`prior.trainers.split_index.index_split` (the split's checked rows, the feature's entry
+selection, each key lookup; steps wrapped where the index calls them), at its end, and 5 s
+later (what the allocator gave back); and the bytes of the arrays the index keeps. Memory, not
+time: a busy machine does not change it.
 """
 
 from __future__ import annotations
@@ -200,6 +208,47 @@ def make(args: argparse.Namespace) -> None:
     print(f"{args.path}: {args.pairs} pairs in {time.perf_counter() - t0:.1f} s")
 
 
+def _memory() -> dict[str, int]:
+    """This process's RSS and peak RSS now (MiB)."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {"rss": int(fields["VmRSS"].split()[0]) // 1024, "peak": int(fields["VmHWM"].split()[0]) // 1024}
+
+
+def index_memory(args: argparse.Namespace) -> dict[str, Any]:
+    import prior.featurestore.selection as selection
+    import prior.trainers.split_index as split_index
+    from prior.featurestore import open_store
+    from prior.trainers import backbones
+
+    backbones.load_tokenizer(backbones.resolve_backbone("mini"))
+    steps: list[dict[str, Any]] = [{"step": "imports and tokenizer", **_memory()}]
+
+    def watched(module: Any, name: str) -> None:
+        inner = getattr(module, name)
+
+        def call(*a: Any, **k: Any) -> Any:
+            before = _memory()
+            out = inner(*a, **k)
+            steps.append({"step": name, "before": before, **_memory()})
+            return out
+
+        setattr(module, name, call)
+
+    for module, name in ((selection, "checked_rows"), (split_index, "plan_feature"), (split_index, "_words"),
+                         (split_index, "locate")):
+        watched(module, name)
+    store = open_store(args.store, create=False)
+    dataset = _dataset(store, args.dataset, args.split)
+    index = split_index.index_split(store, dataset, args.split, feature=args.feature or None)
+    steps.append({"step": "index built", **_memory()})
+    time.sleep(5)
+    steps.append({"step": "5 s later", **_memory()})
+    locators = [index.words, *index.pair_locs.values(), *index.sentence_locs.values()]
+    kept = sum(a.nbytes for a in (index.sent_a, index.sent_b, *(x for loc in locators for x in (loc.seg, loc.item))))
+    return {"store": str(args.store), "split_pairs": len(index), "steps": steps,
+            "index_arrays_mib": round(kept / 2**20, 1)}
+
+
 def _run_options(p: argparse.ArgumentParser) -> None:
     from prior.trainers.order import DEFAULT_PIECE, DEFAULT_WINDOW
     from prior.trainers.reader import DEFAULT_CACHE_MB
@@ -234,10 +283,17 @@ def main() -> None:
     k.add_argument("--sentences", type=int, default=63_000)
     k.add_argument("--partition", type=int, default=2000)
     k.add_argument("--features", default="dep")
+    i = sub.add_parser("index-memory")
+    i.add_argument("--store", required=True)
+    i.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
+    i.add_argument("--split", default="train")
+    i.add_argument("--feature", default="dep", help="The store feature read ('' for none).")
     args = ap.parse_args()
     os.environ.setdefault("PRIOR_NO_PROGRESS", "1")
     if args.cmd == "run":
         print(json.dumps(run(args)))
+    elif args.cmd == "index-memory":
+        print(json.dumps(index_memory(args)))
     else:
         {"sizes": sizes, "s3": s3, "make": make}[args.cmd](args)
 

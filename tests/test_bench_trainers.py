@@ -41,6 +41,16 @@ def test_bench_loader_make_refuses_a_store_that_exists(store: Path) -> None:
     assert proc.returncode != 0 and "exists and is not empty" in proc.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/self/status (Linux)")
+def test_bench_loader_index_memory(store: Path) -> None:
+    row = json.loads(bench("bench/loader.py", "index-memory", "--store", store).strip().splitlines()[-1])
+    steps = [s["step"] for s in row["steps"]]
+    assert row["split_pairs"] == 300 and row["index_arrays_mib"] >= 0
+    assert steps[0] == "imports and tokenizer" and steps[-2:] == ["index built", "5 s later"]
+    assert {"checked_rows", "plan_feature", "locate", "_words"} <= set(steps)
+    assert all(s["peak"] >= s["rss"] > 0 for s in row["steps"])
+
+
 def test_bench_loader_run_and_sizes(store: Path) -> None:
     for workers in (0, 2):
         row = json.loads(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,
