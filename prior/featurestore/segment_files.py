@@ -18,6 +18,7 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
 from prior.featurestore.fs import StoreFS
+from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged
@@ -105,29 +106,44 @@ def read_frame(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str]
 _READ_THREADS = 4
 
 
-def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str,
-                columns: Sequence[str] | None = None) -> list[pl.DataFrame]:
+def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: Sequence[str] | None = None,
+                numbers: Sequence[str] = ()) -> list[pl.DataFrame]:
     """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
-    few threads. The first file that cannot be read is its `StoreError`."""
+    few threads. The key columns ``numbers`` are converted to numbers file by file
+    (`prior.featurestore.key_numbers`), so the text of all files' keys is never held at once.
+    The first file that cannot be read, or whose key column holds a value that is not a key,
+    is its `StoreError`."""
+
+    def read(segment: Segment) -> pl.DataFrame:
+        frame = read_frame(fs, segment, inner, columns)
+        for column in numbers:
+            try:
+                frame = frame.with_columns(key_numbers(frame[column]))
+            except KeyTextError as exc:
+                raise damaged(segment, inner, f"column {column!r} {exc}") from None
+        return frame
+
     if len(segments) < 2 * _READ_THREADS:
-        return [read_frame(fs, s, inner, columns) for s in segments]
+        return [read(s) for s in segments]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="prior-read") as pool:
-        return list(pool.map(lambda s: read_frame(fs, s, inner, columns), segments))
+        return list(pool.map(read, segments))
 
 
-def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str) -> pl.DataFrame:
+def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str, *,
+              numbers: bool = False) -> pl.DataFrame:
     """Every key in ``column`` of the ``inner`` table of ``segments`` with where it lies: ``seg``
     (the segment's position in ``segments``) and ``item`` (its row in that table), in segment
-    order, duplicates kept. Only the key column is read."""
-    frames = read_frames(fs, segments, inner, [column])
+    order, duplicates kept. Only the key column is read; ``numbers``: the keys as numbers
+    (`prior.featurestore.key_numbers`), converted file by file."""
+    frames = read_frames(fs, segments, inner, [column], numbers=[column] if numbers else ())
     if not frames:
-        return pl.DataFrame(schema={"key": pl.String, "seg": pl.Int32, "item": pl.Int32})
+        return pl.DataFrame(schema={"key": KEY_NUMBER if numbers else pl.String, "seg": pl.Int32, "item": pl.Int32})
     sizes = np.array([f.height for f in frames], dtype=np.int64)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     keys = pl.concat([f.to_series() for f in frames])
-    return pl.DataFrame({"key": keys.cast(pl.String),
+    return pl.DataFrame({"key": keys if numbers else keys.cast(pl.String),
                          "seg": np.repeat(np.arange(len(frames), dtype=np.int32), sizes),
                          "item": (np.arange(int(sizes.sum()), dtype=np.int64) - starts).astype(np.int32)})
 

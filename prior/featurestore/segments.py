@@ -66,6 +66,8 @@ from prior.featurestore.tree import Misplaced
 from prior.hints import option
 from prior.layouts.ragged import Ragged
 
+PAIR_KEY_COLUMNS = ("pair_key", "key_a", "key_b")  # a pairs table's key columns
+
 FORMAT: dict[str, Any] = {"format": "prior-store", "version": 2}
 #: the sentences a parses segment's build skipped, and why (`prior.featurestore.splits`)
 SKIPPED = "skipped.parquet"
@@ -259,12 +261,14 @@ class SegmentStore:
         current = source_of(segs[-1])
         return [s for s in segs if source_of(s) == current]
 
-    def pair_rows(self, dataset: str, split: str) -> pl.DataFrame:
-        """The split's rows (row, pair_key, key_a, key_b, label, id), current source only."""
+    def pair_rows(self, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
+        """The split's rows (row, pair_key, key_a, key_b, label, id), current source only;
+        ``numbers``: the three keys as numbers (`prior.featurestore.key_numbers`)."""
         segs = self.split_segments(dataset, split)
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
-        df = pl.concat(read_frames(self.fs, segs, "pairs.parquet"), how="vertical_relaxed")
+        frames = read_frames(self.fs, segs, "pairs.parquet", numbers=PAIR_KEY_COLUMNS if numbers else ())
+        df = pl.concat(frames, how="vertical_relaxed", rechunk=False)
         if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
             df = df.filter(pl.col("row").is_first_distinct()).sort("row")
         return df
@@ -460,12 +464,13 @@ class SegmentStore:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
         return self.entry_items(entry)[1]["key"]
 
-    def entry_items(self, entry: EntryInfo | str) -> tuple[list[Segment], pl.DataFrame]:
+    def entry_items(self, entry: EntryInfo | str, *, numbers: bool = False) -> tuple[list[Segment], pl.DataFrame]:
         """An entry's segments, and every key they hold with where it lies (`key_items`: key,
-        seg, item; duplicates kept), from the key columns alone."""
+        seg, item; duplicates kept), from the key columns alone; ``numbers``: the keys as
+        numbers."""
         key = entry if isinstance(entry, str) else entry.key
         segs = [s for s in self.segments("feature") if s.target["entry"] == key]
-        return segs, key_items(self.fs, segs, "index.parquet", "key")
+        return segs, key_items(self.fs, segs, "index.parquet", "key", numbers=numbers)
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""

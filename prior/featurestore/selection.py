@@ -138,10 +138,12 @@ def known_keys(entries: Sequence[EntryInfo]) -> set[str]:
 class Coverage:
     """Which keys each entry holds and which each split needs, read once per selection. A
     split's rows are checked against its manifest (`prior.featurestore.splits`); what an entry
-    needs of them leaves out the pairs its parse's build skipped."""
+    needs of them leaves out the pairs its parse's build skipped. ``numbers``: the rows' and
+    the entries' keys are held as numbers (`prior.featurestore.key_numbers`), a third of their
+    text's memory: what a split's index reads."""
 
-    def __init__(self, store: SegmentStore) -> None:
-        self.store = store
+    def __init__(self, store: SegmentStore, *, numbers: bool = False) -> None:
+        self.store, self.numbers = store, numbers
         self._held: dict[str, tuple[list[Segment], pl.DataFrame]] = {}
         self._need: dict[tuple[str, str, str, str | None], pl.Series] = {}
         self._rows: dict[tuple[str, str], pl.DataFrame] = {}
@@ -151,7 +153,7 @@ class Coverage:
         """The split's pair rows, checked against its manifest (`splits.checked_rows`), read once
         per selection."""
         if (dataset, split) not in self._rows:
-            self._rows[dataset, split] = checked_rows(self.store, dataset, split)
+            self._rows[dataset, split] = checked_rows(self.store, dataset, split, numbers=self.numbers)
         return self._rows[dataset, split]
 
     def served(self, dataset: str, split: str, parse: str | None) -> SplitRows:
@@ -163,7 +165,7 @@ class Coverage:
         """The entry's segments and the keys they hold with where each lies
         (`SegmentStore.entry_items`), read once per selection."""
         if entry.key not in self._held:
-            self._held[entry.key] = self.store.entry_items(entry)
+            self._held[entry.key] = self.store.entry_items(entry, numbers=self.numbers)
         return self._held[entry.key]
 
     def take_held(self, entry: EntryInfo) -> tuple[list[Segment], pl.DataFrame]:
@@ -190,10 +192,6 @@ class Coverage:
             keys = rows["pair_key"] if scope == "pair" else pl.concat([rows["key_a"], rows["key_b"]])
             self._need[key] = keys.unique()  # in no particular order
         return self._need[key]
-
-    def needed(self, dataset: str, split: str, scope: str, parse: str | None = None) -> list[str]:
-        """The distinct keys the split needs of an entry of ``scope`` computed from ``parse``, sorted."""
-        return self._needed(dataset, split, scope, parse).sort().to_list()
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
         """(items of the split the entry lacks, items the split needs of it)."""

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from prior.featurestore.catalog import MANIFEST, SPLITS
+from prior.featurestore.key_numbers import KEY_NUMBER, key_numbers
 from prior.featurestore.rebuild import ShortSplitError, pairs_recipe, restore_recipe
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.hints import option
@@ -230,11 +231,12 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
             f"sha256 {shape.lost[-1].source[:12]}, than those the split holds now)")
 
 
-def checked_rows(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`), checked against its manifest and against
-    the later records of its builds: `ShortSplitError` when some are missing. A split found
-    short is looked at once more in a fresh listing of the catalog (one listed while others
-    committed may miss a record that another one it saw was committed after)."""
+def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
+    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers), checked
+    against its manifest and against the later records of its builds: `ShortSplitError` when
+    some are missing. A split found short is looked at once more in a fresh listing of the
+    catalog (one listed while others committed may miss a record that another one it saw was
+    committed after)."""
     for fresh in (False, True):
         if fresh:
             store.refresh()
@@ -242,7 +244,7 @@ def checked_rows(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
         lost = lost_pairs(store.segments(), dataset, split)
         if not segments and not lost:
             return store.pair_rows(dataset, split)  # NotFoundError: the store has no such split
-        rows = store.pair_rows(dataset, split) if segments else None
+        rows = store.pair_rows(dataset, split, numbers=numbers) if segments else None
         shape = split_shape(segments, 0 if rows is None else rows.height, lost)
         if rows is not None and not shape.short:
             return rows
@@ -277,16 +279,21 @@ class SplitRows:
 
 
 def leave_out_skipped(rows: pl.DataFrame, skipped: dict[str, str]) -> tuple[pl.DataFrame, dict[str, int]]:
-    """``rows`` without the pairs that have a sentence of ``skipped`` (key → reason), and how
-    many were left out per reason (a pair counts under its first sentence's reason)."""
+    """``rows`` (keys as text or as numbers) without the pairs that have a sentence of
+    ``skipped`` (key → reason), and how many were left out per reason (a pair counts under its
+    first sentence's reason)."""
     if not skipped or rows.is_empty():
         return rows, {}
-    keys = pl.Series(list(skipped), dtype=pl.String)
+    keys = pl.Series("key", list(skipped), dtype=pl.String)
+    if rows["key_a"].dtype == KEY_NUMBER:  # a recorded value that is no key matches no row
+        keys = key_numbers(keys, strict=False)
+    why = dict(zip(keys.to_list(), skipped.values()))
+    keys = keys.drop_nulls()
     out = rows["key_a"].is_in(keys.implode()) | rows["key_b"].is_in(keys.implode())
     if not out.any():
         return rows, {}
     left = rows.filter(out)
-    reasons = Counter(skipped.get(a) or skipped[b] for a, b in zip(left["key_a"].to_list(), left["key_b"].to_list()))
+    reasons = Counter(why.get(a) or why[b] for a, b in zip(left["key_a"].to_list(), left["key_b"].to_list()))
     return rows.filter(~out), dict(reasons)
 
 

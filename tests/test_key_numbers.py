@@ -1,0 +1,117 @@
+"""Store keys held as numbers (`prior.featurestore.key_numbers`): exact both ways, in the texts'
+order, refusing what is not a key; a split's index reads its rows and its entries' keys in this
+form and resolves the same split as from their texts; a pairs file with a value that is not a
+key is named (segment, file, column, row) and left as it was."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from prior.featurestore import keys as K
+from prior.featurestore import open_store
+from prior.featurestore.errors import StoreError
+from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers, key_text_bytes, key_texts
+from prior.featurestore.segment_files import key_items
+from prior.featurestore.selection import Coverage
+from prior.featurestore.splits import leave_out_skipped
+from prior.trainers.split_index import index_split, pairs_digest
+from tests.trainers_fixtures import many_pairs_store
+
+TEXTS = pl.Series("key", [K.sentence_key(f"sentence {i}") for i in range(300)] + ["0" * 32, "f" * 32])
+
+
+@pytest.fixture(scope="module")
+def location(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("numbers") / "s"
+    many_pairs_store(path, partition=7)
+    return path
+
+
+def test_numbers_are_the_keys_exactly_and_in_their_order() -> None:
+    numbers = key_numbers(TEXTS)
+    assert numbers.dtype == KEY_NUMBER and numbers.name == "key"
+    assert key_texts(numbers).to_list() == TEXTS.to_list()
+    assert [int(t, 16) for t in TEXTS.to_list()] == numbers.to_list()  # the number the text spells
+    assert key_texts(numbers.sort()).to_list() == sorted(TEXTS.to_list())
+    assert key_text_bytes(numbers).shape == (len(TEXTS), 32)
+    assert key_numbers(numbers) is numbers
+
+
+@pytest.mark.parametrize("bad", ["A" * 32, "ab" * 15, "ab" * 17, "g" * 32, "", None, " " + "a" * 31])
+def test_a_value_that_is_no_key_is_refused_by_row_or_made_null(bad: str | None) -> None:
+    keys = pl.Series("key", [TEXTS[0], TEXTS[1], bad, TEXTS[2]], dtype=pl.String)
+    with pytest.raises(KeyTextError, match=r"row 2: .* is not a key \(32 lowercase hex digits\)") as caught:
+        key_numbers(keys)
+    assert caught.value.row == 2
+    lenient = key_numbers(keys, strict=False)
+    assert lenient.is_null().to_list() == [False, False, True, False]
+    assert key_texts(lenient.drop_nulls()).to_list() == [TEXTS[0], TEXTS[1], TEXTS[2]]
+
+
+def test_the_pairs_digest_is_the_same_from_texts_and_from_numbers() -> None:
+    keys = pl.Series("pair_key", [K.digest(str(i).encode()) for i in range(70_000)])  # more than one chunk
+    reference = hashlib.blake2b("".join(f"{k}\n" for k in keys.to_list()).encode(), digest_size=16).hexdigest()
+    assert pairs_digest(keys) == pairs_digest(key_numbers(keys)) == reference
+    assert pairs_digest(key_numbers(keys.reverse())) != reference
+
+
+def test_key_items_and_pair_rows_as_numbers_equal_their_texts(location: Path) -> None:
+    store = open_store(location, create=False)
+    segs = [s for s in store.segments("feature") if s.target["entry"] == store.entries("dep")[0].key]
+    texts = key_items(store.fs, segs, "index.parquet", "key")
+    numbers = key_items(store.fs, segs, "index.parquet", "key", numbers=True)
+    assert numbers.schema == {"key": KEY_NUMBER, "seg": pl.Int32, "item": pl.Int32}
+    assert numbers.equals(texts.with_columns(key_numbers(texts["key"])))
+    rows = store.pair_rows("many", "train")
+    assert store.pair_rows("many", "train", numbers=True).equals(
+        rows.with_columns(*(key_numbers(rows[c]) for c in ("pair_key", "key_a", "key_b"))))
+    assert key_items(store.fs, [], "index.parquet", "key", numbers=True).schema["key"] == KEY_NUMBER
+
+
+def test_skipped_sentences_leave_the_same_pairs_out_of_rows_as_numbers(location: Path) -> None:
+    store = open_store(location, create=False)
+    rows = store.pair_rows("many", "train")
+    first, second = rows["key_a"][0], rows["key_b"][5]
+    skipped = {first: "over the 6-word limit", second: "the parser failed", "not a key": "a crafted record"}
+    kept, counts = leave_out_skipped(rows, skipped)
+    kept_n, counts_n = leave_out_skipped(Coverage(store, numbers=True).rows("many", "train"), skipped)
+    assert counts == counts_n and sum(counts.values()) > 0
+    assert key_texts(kept_n["pair_key"]).to_list() == kept["pair_key"].to_list()
+
+
+def test_the_index_from_numbers_resolves_the_split_as_its_texts_do(location: Path) -> None:
+    store = open_store(location, create=False)
+    index = index_split(store, "many", "train", feature="dep")
+    rows = store.pair_rows("many", "train")
+    assert index.fingerprint["pairs_digest"] == pairs_digest(rows["pair_key"])
+    assert index.pair_keys().tolist() == rows["pair_key"].to_list()
+    sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True).to_list()
+    numbered = {k: i for i, k in enumerate(sentences)}
+    assert index.sent_a.tolist() == [numbered[k] for k in rows["key_a"].to_list()]
+    # each pair's dep item is the one whose key column holds that pair's key
+    loc = index.pair_locs[store.entries("dep")[0].key]
+    held = [key_items(store.fs, [s], "index.parquet", "key")["key"].to_list() for s in loc.segments]
+    assert [held[s][i] for s, i in zip(loc.seg.tolist(), loc.item.tolist())] == rows["pair_key"].to_list()
+    words = [key_items(store.fs, [s], "parses.parquet", "sent_key")["key"].to_list() for s in index.words.segments]
+    assert [words[s][i] for s, i in zip(index.words.seg.tolist(), index.words.item.tolist())] == sentences
+    assert index_split(store, "many", "train").fingerprint["pairs_digest"] == index.fingerprint["pairs_digest"]
+
+
+@pytest.mark.parametrize("column", ["pair_key", "key_b"])
+def test_a_pairs_file_with_a_value_that_is_no_key_is_named_and_kept(tmp_path: Path, column: str) -> None:
+    store = many_pairs_store(tmp_path / "s", splits=("train",))
+    rows = store.pair_rows("many", "train").head(4)
+    table = rows.with_columns(pl.Series(column, [*rows[column].to_list()[:3], "not-a-key"])).to_arrow()
+    bad = store.write_pairs("many", "crafted", pa.table(table), source_sha256="0" * 64)
+    assert bad is not None
+    files = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
+    with pytest.raises(StoreError, match=rf"segment {bad.id} \(pairs\) file pairs.parquet: column '{column}' row 3: "
+                                         r"'not-a-key' is not a key"):
+        index_split(open_store(tmp_path / "s", create=False), "many", "crafted")
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == files
+    assert len(index_split(store, "many", "train")) == 120  # the store's other splits read as before
