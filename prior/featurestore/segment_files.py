@@ -189,8 +189,8 @@ def index_columns(table: pa.Table, names: Sequence[str]) -> dict[str, np.ndarray
 
 def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.ndarray], names: Sequence[str],
                positions: np.ndarray) -> dict[str, Ragged]:
-    """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`)
-    of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
+    """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`,
+    of any integer type) of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
     `read_arrays`, then only those items' values are kept, from the pieces that hold them
     (`prior.featurestore.tensors.read_flat_ranges`); an array stored otherwise is decoded whole
     and the items taken from it."""
@@ -201,7 +201,8 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
     columns = index if isinstance(index, Mapping) else index_columns(index, names)
     out: dict[str, Ragged] = {}
     for name in names:
-        offsets, nrows, ncols = (columns[f"{name}.{part}"][rows] for part in ("offset", "rows", "cols"))
+        offsets, nrows, ncols = (columns[f"{name}.{part}"][rows].astype(np.int64, copy=False)
+                                 for part in ("offset", "rows", "cols"))
         sizes = nrows * np.where(ncols < 0, 1, ncols)
         try:
             values = read_flat_ranges(files, name, offsets, sizes)

