@@ -9,7 +9,6 @@ import hashlib
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 import pytest
 
 from prior.featurestore import keys as K
@@ -102,16 +101,22 @@ def test_the_index_from_numbers_resolves_the_split_as_its_texts_do(location: Pat
     assert index_split(store, "many", "train").fingerprint["pairs_digest"] == index.fingerprint["pairs_digest"]
 
 
-@pytest.mark.parametrize("column", ["pair_key", "key_b"])
-def test_a_pairs_file_with_a_value_that_is_no_key_is_named_and_kept(tmp_path: Path, column: str) -> None:
+@pytest.mark.parametrize(("column", "files", "bad_file"), [("pair_key", 1, 0), ("key_b", 1, 0), ("key_a", 20, 13)])
+def test_a_pairs_file_with_a_value_that_is_no_key_is_named_and_kept(tmp_path: Path, column: str, files: int,
+                                                                    bad_file: int) -> None:
     store = many_pairs_store(tmp_path / "s", splits=("train",))
-    rows = store.pair_rows("many", "train").head(4)
-    table = rows.with_columns(pl.Series(column, [*rows[column].to_list()[:3], "not-a-key"])).to_arrow()
-    bad = store.write_pairs("many", "crafted", pa.table(table), source_sha256="0" * 64)
-    assert bad is not None
-    files = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
+    rows = store.pair_rows("many", "train")
+    written = []
+    for k in range(files):  # one split of `files` files, as a build of `files` partitions writes it
+        part = rows.slice(4 * k, 4)
+        if k == bad_file:
+            part = part.with_columns(pl.Series(column, [*part[column].to_list()[:3], "not-a-key"]))
+        written.append(store.write_pairs("many", "crafted", part.to_arrow(), source_sha256="0" * 64))
+    bad = written[bad_file]
+    assert bad is not None and len(store.split_segments("many", "crafted")) == files
+    before = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
     with pytest.raises(StoreError, match=rf"segment {bad.id} \(pairs\) file pairs.parquet: column '{column}' row 3: "
                                          r"'not-a-key' is not a key"):
         index_split(open_store(tmp_path / "s", create=False), "many", "crafted")
-    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == files
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
     assert len(index_split(store, "many", "train")) == 120  # the store's other splits read as before

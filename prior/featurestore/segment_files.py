@@ -18,7 +18,7 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers
+from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged
@@ -109,26 +109,45 @@ _READ_THREADS = 4
 def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: Sequence[str] | None = None,
                 numbers: Sequence[str] = ()) -> list[pl.DataFrame]:
     """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
-    few threads. The key columns ``numbers`` are converted to numbers file by file
-    (`prior.featurestore.key_numbers`), so the text of all files' keys is never held at once.
-    The first file that cannot be read, or whose key column holds a value that is not a key,
-    is its `StoreError`."""
+    few threads. The key columns ``numbers`` are converted to numbers a group of files at a
+    time (`prior.featurestore.key_numbers`; one conversion per group costs what one per file
+    would cost per file), so the text of all files' keys is never held at once. The first file
+    that cannot be read, or whose key column holds a value that is not a key, is its
+    `StoreError`."""
+    if not numbers:
+        return _read_each(fs, segments, inner, columns)
+    out: list[pl.DataFrame] = []
+    for start in range(0, len(segments), _KEY_GROUP_FILES):
+        group = segments[start:start + _KEY_GROUP_FILES]
+        frames = _read_each(fs, group, inner, columns)
+        try:
+            joined = frame_key_numbers(pl.concat(frames, how="vertical_relaxed"), numbers)
+        except KeyTextError:  # name the file that holds it
+            for segment, frame in zip(group, frames):
+                try:
+                    frame_key_numbers(frame, numbers)
+                except KeyTextError as exc:
+                    raise damaged(segment, inner, str(exc)) from None
+            raise
+        at = 0
+        for frame in frames:
+            out.append(joined.slice(at, frame.height))
+            at += frame.height
+    return out
 
-    def read(segment: Segment) -> pl.DataFrame:
-        frame = read_frame(fs, segment, inner, columns)
-        for column in numbers:
-            try:
-                frame = frame.with_columns(key_numbers(frame[column]))
-            except KeyTextError as exc:
-                raise damaged(segment, inner, f"column {column!r} {exc}") from None
-        return frame
 
+# files whose keys are converted together (`read_frames`): what a read holds of key text at once
+_KEY_GROUP_FILES = 4 * _READ_THREADS
+
+
+def _read_each(fs: StoreFS, segments: Sequence[Segment], inner: str,
+               columns: Sequence[str] | None) -> list[pl.DataFrame]:
     if len(segments) < 2 * _READ_THREADS:
-        return [read(s) for s in segments]
+        return [read_frame(fs, s, inner, columns) for s in segments]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="prior-read") as pool:
-        return list(pool.map(read, segments))
+        return list(pool.map(lambda s: read_frame(fs, s, inner, columns), segments))
 
 
 def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str, *,

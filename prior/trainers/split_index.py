@@ -6,7 +6,9 @@ pair's data lies in the store.
 sentence of the parse read left out and counted, a warning saying so), selects the feature's
 entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
 that hold it by reading their key columns only. The selection's reads (the rows, each entry's
-keys: `Coverage`) are the index's, so each segment file is read once. What it keeps is a few integers per pair —
+keys: `Coverage`) are the index's, so each segment file is read once; every key is held as the
+128-bit number it spells (`prior.featurestore.key_numbers`), converted as the files are read, a
+third of its text's memory. What it keeps is a few integers per pair —
 its two sentences (numbered within the split), its label, and per pair entry the segment and
 item holding its value — and per sentence the same for its parse and sentence entries:
 about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
@@ -156,8 +158,8 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
         resolve_view(None, view)  # a view given to a model that reads no feature: its one line
         every = coverage.rows(dataset, split)
         try:
-            keys = key_texts(pl.concat([every["key_a"], every["key_b"]]).unique()).to_list()
-            parse = select_parse(store, keys, parse=parse, parser=parser, dataset=dataset, split=split)
+            texts = key_texts(pl.concat([every["key_a"], every["key_b"]]).unique()).to_list()
+            parse = select_parse(store, texts, parse=parse, parser=parser, dataset=dataset, split=split)
         except ParseSelectionError as exc:
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
     # the split's rows as the store serves a read of this parse: checked against its manifest,
