@@ -198,11 +198,13 @@ def test_index_keeps_integers_not_texts(store) -> None:
     assert index.pair_keys([0, 1]).tolist() == index.pair_keys()[:2].tolist()
 
 
+@pytest.mark.parametrize("stored", ["in order", "scattered"])
 @pytest.mark.parametrize("view", ["dep", "dep-no-trigram", "dep-no-subgraph", "dep-no-tfidf",
                                   "dep-no-trigram-no-subgraph", "dep-no-subgraph-no-tfidf"])
-def test_dafa_view_combines_every_pair_at_once_bit_for_bit(view: str) -> None:
+def test_dafa_view_combines_every_pair_at_once_bit_for_bit(view: str, stored: str) -> None:
     """The `dep` views compute M_F for all pairs at once, value for value `dafa_matrix`'s float32
-    arithmetic (negative zeros and items out of order included)."""
+    arithmetic (negative zeros included), from items whose values lie one after another (what a
+    window reads: read as one run) or anywhere in their arrays (gathered)."""
     from prior.layouts.ragged import Ragged
     from prior.layouts.views import VIEWS, dafa_matrix
 
@@ -214,7 +216,11 @@ def test_dafa_view_combines_every_pair_at_once_bit_for_bit(view: str) -> None:
              "tfidf_a": [rng.random(s[0]).astype(np.float32) for s in shapes],
              "tfidf_b": [rng.random(s[1]).astype(np.float32) for s in shapes]}
     shuffled = rng.permutation(len(shapes))  # items whose values are not in order
-    values = {k: Ragged.from_arrays(v, np.float32).take(shuffled) for k, v in parts.items()}
+    whole = {k: Ragged.from_arrays(v, np.float32) for k, v in parts.items()}
+    if stored == "in order":
+        values = {k: r.take(shuffled) for k, r in whole.items()}
+    else:  # the same items, their values left where they were
+        values = {k: Ragged(r.values, r.offsets[shuffled], r.rows[shuffled], r.cols[shuffled]) for k, r in whole.items()}
     spec = VIEWS[view]
     got = spec.combine(values, dict(spec.options))  # type: ignore[misc]
     switches = {f"use_{k}": v for k, v in spec.options.items()}

@@ -147,38 +147,65 @@ def _combine_dep(values: Gathered, options: dict[str, Any]) -> Ragged:
                          "nothing left: keep at least one")
     tri, sub, ta, tb = (values[c] for c in ("dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b"))
     sizes = tri.sizes()
-    starts = np.zeros(len(tri), np.int64)
-    if len(tri) > 1:
-        np.cumsum(sizes[:-1], out=starts[1:])
+    starts = _exclusive_sum(sizes)
     out = np.empty(int(sizes.sum()), dtype=np.float32)
     cuts = np.unique(np.searchsorted(starts, np.arange(0, len(out), _COMBINE_CHUNK), side="right") - 1)
     for lo, hi in zip(cuts, [*cuts[1:], len(tri)]):
-        items = np.arange(lo, hi)
         first, n = int(starts[lo]), int(sizes[lo:hi].sum())
-        local = np.arange(n, dtype=np.int64) - np.repeat(starts[lo:hi] - first, sizes[lo:hi])  # place in its matrix
-        out[first:first + n] = _dafa_values(local, items, sizes[lo:hi], tri, sub, ta, tb, opts)
+        out[first:first + n] = _dafa_values(np.arange(lo, hi), sizes[lo:hi], tri, sub, ta, tb, opts)
     return Ragged(out, starts, tri.rows.astype(np.int64), tri.cols.astype(np.int64))
 
 
-def _dafa_values(local: np.ndarray, items: np.ndarray, sizes: np.ndarray, tri: Ragged, sub: Ragged, ta: Ragged,
-                 tb: Ragged, opts: dict[str, Any]) -> np.ndarray:
-    """M_F's values of ``items`` in a row (``local``: each value's place in its matrix)."""
-    def at(r: Ragged, place: np.ndarray) -> np.ndarray:
-        picked: np.ndarray = r.values[np.repeat(r.offsets[items], sizes) + place].astype(np.float32, copy=False)
-        return picked
+def _exclusive_sum(sizes: np.ndarray) -> np.ndarray:
+    """Where each of consecutive runs of ``sizes`` starts (int64, 0 first)."""
+    starts = np.zeros(len(sizes), np.int64)
+    if len(sizes) > 1:
+        np.cumsum(sizes[:-1], out=starts[1:])
+    return starts
 
-    if opts["trigram"] or opts["subgraph"]:
-        out = np.zeros(len(local), dtype=np.float32)
-        if opts["trigram"]:
-            out = out + at(tri, local)
-        if opts["subgraph"]:
-            out = out + at(sub, local)
-        out = np.abs(out)
+
+def _matrix_values(r: Ragged, items: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The values of ``items``' matrices (``sizes`` values each) one after another, float32: a
+    view when they lie so in ``r`` (the pairs a window reads, in order), else gathered."""
+    offsets = r.offsets[items].astype(np.int64)
+    local = _exclusive_sum(sizes)
+    first = int(offsets[0]) if len(offsets) else 0
+    if np.array_equal(offsets - first, local) and np.array_equal(r.sizes()[items], sizes):
+        return r.values[first:first + int(sizes.sum())].astype(np.float32, copy=False)
+    place = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(offsets - local, sizes)
+    return r.values[place].astype(np.float32, copy=False)
+
+
+def _outer_values(items: np.ndarray, tri: Ragged, ta: Ragged, tb: Ragged) -> np.ndarray:
+    """tf_A tf_Bᵀ of each of ``items``' pairs, one matrix after another (the matrices' shapes
+    are ``tri``'s): row i of a pair's matrix is its A weight i times its B weights, read a
+    matrix row at a time, without a division per value."""
+    rows, cols = tri.rows[items].astype(np.int64), tri.widths[items]
+    row_cols = np.repeat(cols, rows)  # each matrix row's width
+    row_first = _exclusive_sum(rows)  # each pair's first matrix row
+    in_pair = np.arange(len(row_cols), dtype=np.int64) - np.repeat(row_first, rows)  # a row's word of A
+    a_rows = ta.values[np.repeat(ta.offsets[items].astype(np.int64), rows) + in_pair].astype(np.float32, copy=False)
+    cell_first = _exclusive_sum(row_cols)  # each matrix row's first value
+    b_at = np.repeat(np.repeat(tb.offsets[items].astype(np.int64), rows) - cell_first, row_cols)
+    b_at += np.arange(len(b_at), dtype=np.int64)
+    outer = np.repeat(a_rows, row_cols)
+    outer *= tb.values[b_at].astype(np.float32, copy=False)
+    return outer
+
+
+def _dafa_values(items: np.ndarray, sizes: np.ndarray, tri: Ragged, sub: Ragged, ta: Ragged, tb: Ragged,
+                 opts: dict[str, Any]) -> np.ndarray:
+    """M_F's values of ``items`` (``sizes`` values each), one matrix after another: |M + S|
+    (or the components kept), times tf_A tf_Bᵀ, as `dafa_matrix` computes them."""
+    if opts["trigram"] and opts["subgraph"]:
+        out = np.add(_matrix_values(tri, items, sizes), _matrix_values(sub, items, sizes))
+        np.abs(out, out=out)
+    elif opts["trigram"] or opts["subgraph"]:
+        out = np.abs(_matrix_values(tri if opts["trigram"] else sub, items, sizes))
     else:
-        out = np.ones(len(local), dtype=np.float32)
+        out = np.ones(int(sizes.sum()), dtype=np.float32)
     if opts["tfidf"]:
-        cols = np.repeat(tri.widths[items], sizes)
-        out = out * (at(ta, local // cols) * at(tb, local % cols))  # M · (tf_A tf_Bᵀ), as np.outer multiplies
+        out *= _outer_values(items, tri, ta, tb)
     return out
 
 
