@@ -10,7 +10,9 @@
 then the stream of `prior.trainers.loader` makes one epoch of global batches of ``--batch-size``
 with ``--workers`` loader workers, the batches consumed and dropped. Reported: ``index_s`` (the
 split resolved: rows, entry selection, key columns), ``first_batch_s`` (from the start of the
-index to the first batch in hand), ``pairs_per_s`` over the epoch (wall), CPU seconds per 1,000
+index to the first batch in hand), ``pairs_per_s`` over the epoch (wall) and
+``second_half_pairs_per_s`` over its second half (every worker past its first reads: what a
+long run sees epoch after epoch), CPU seconds per 1,000
 pairs of this process and of the workers together (user + sys; what a shared machine disturbs
 least), and peak RSS of this process and of the largest worker (MiB, ``getrusage``); a forked worker's
 RSS counts the pages it shares with this process, so its peak PSS and private memory are
@@ -126,11 +128,14 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
     reader = SplitReader(index, tokenizer, args.max_length, piece=settings.piece, cache_mb=args.cache_mb)
     stream = TrainStream(reader, batch_size=args.batch_size, shuffle=settings.shuffle(1), epochs=1)
     first, pairs, batches = None, 0, 0
+    half_at, half_pairs = None, (min(len(index), args.steps * args.batch_size) if args.steps else len(index)) // 2
     for batch in run_batches(stream, settings):
         if batch.skip:
             continue
         first = first if first is not None else time.perf_counter() - wall0
         pairs, batches = pairs + batch.pairs, batches + 1
+        if half_at is None and pairs >= half_pairs:
+            half_at, half_pairs = time.perf_counter() - wall0, pairs
         if args.steps and batches >= args.steps:
             break
     wall = time.perf_counter() - wall0
@@ -140,6 +145,8 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
             "workers": args.workers, "window": settings.window, "piece": settings.piece, "batches": batches,
             "pairs": pairs, "index_s": round(index_s, 2), "first_batch_s": round(first or 0.0, 2),
             "pairs_per_s": round(pairs / (wall - (first or 0.0) + 1e-9) if batches > 1 else 0.0, 1),
+            "second_half_pairs_per_s": round((pairs - half_pairs) / (wall - half_at + 1e-9)
+                                             if half_at is not None and pairs > half_pairs else 0.0, 1),
             "epoch_s": round(wall, 2),
             "cpu_s_per_1k_pairs": {"this": round(1000 * (cpu[0] - cpu0[0]) / max(pairs, 1), 3),
                                    "workers": round(1000 * (cpu[1] - cpu0[1]) / max(pairs, 1), 3)},
@@ -157,11 +164,13 @@ def sizes(args: argparse.Namespace) -> None:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
-    print("\n| store | pairs | index s | first batch s | pairs/s | CPU ms/1k pairs (this + workers) | peak RSS MiB "
-          "(this / worker) | worker peak PSS / private MiB |\n|---|---|---|---|---|---|---|---|")
+    print("\n| store | pairs | index s | first batch s | pairs/s | second half pairs/s | CPU ms/1k pairs "
+          "(this + workers) | peak RSS MiB (this / worker) | worker peak PSS / private MiB |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cpu, rss, seen = r["cpu_s_per_1k_pairs"], r["peak_rss_mib"], r["sampled_mib"]
         print(f"| {r['store']} | {r['split_pairs']} | {r['index_s']} | {r['first_batch_s']} | {r['pairs_per_s']:,.0f} | "
+              f"{r.get('second_half_pairs_per_s', 0):,.0f} | "
               f"{1000 * cpu['this']:.0f} + {1000 * cpu['workers']:.0f} | {rss['this']:.0f} / {rss['largest_worker']:.0f} | "
               f"{seen['worker_pss']:.0f} / {seen['worker_private']:.0f} |")
 
