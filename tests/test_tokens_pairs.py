@@ -223,4 +223,4 @@ def test_word_pieces_equal_whole_sentences(mini: Any, pairs: Any, which: str) ->
         want = sentence_pieces(tok, part)
         assert np.array_equal(got.offsets, want.offsets)
         assert np.array_equal(got.ids, want.ids) and np.array_equal(got.wids, want.wids)
-    assert len(words.number) <= 3000
+    assert len(words) <= 3000

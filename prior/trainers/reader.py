@@ -256,7 +256,7 @@ class SplitReader:
         lists = self._word_lists(sentences)
         counts = np.nan_to_num(numpy_array(pc.list_value_length(lists))).astype(np.int64)  # a null list: 0
         encoded = pc.dictionary_encode(pc.list_flatten(lists))
-        known = self.words.lookup(encoded.dictionary.to_pylist())
+        known = self.words.lookup(encoded.dictionary)
         numbers = known[numpy_array(encoded.indices).astype(np.int64)]
         return self.words.sentences(numbers, counts), counts
 

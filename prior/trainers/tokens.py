@@ -24,8 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from prior.errors import PriorError
+from prior.featurestore.tensors import arrow_array, numpy_array
 from prior.trainers.grid import token_positions
 
 #: how many sentences (or pairs) go to the tokenizer, or through numpy, at once
@@ -227,24 +230,29 @@ class WordPieces:
         self.clear()
 
     def clear(self) -> None:
-        self.number: dict[str, int] = {}
+        self.known = _large_strings([])  # the known words, by number
         self.ids = np.zeros(0, dtype=np.int32)  # the known words' pieces, one after the other
         self.starts = np.zeros(0, dtype=np.int64)  # where word k's pieces start in ids
         self.counts = np.zeros(0, dtype=np.int64)  # word k's piece count
 
-    def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """The numbers of distinct ``words`` (int64), tokenizing those not known yet."""
-        if len(self.number) + len(words) > self.max_words:
+    def __len__(self) -> int:
+        return len(self.known)
+
+    def lookup(self, words: Sequence[str] | pa.Array) -> np.ndarray:
+        """The numbers of distinct ``words`` (int64), tokenizing those not known yet. The known
+        words are found by one vectorized lookup (Arrow's ``index_in``), not a dictionary
+        lookup per word: a loader window holds thousands of distinct words."""
+        values = _large_strings(words)
+        if len(self.known) + len(values) > self.max_words:
             self.clear()  # a bound on the memory: start over rather than grow
-        found = np.fromiter((self.number.get(w, -1) for w in words), dtype=np.int64, count=len(words))
+        found = np.nan_to_num(numpy_array(pc.index_in(values, value_set=self.known)), nan=-1).astype(np.int64)
         missing = np.flatnonzero(found < 0)
         if len(missing):
-            new = [words[int(k)] for k in missing]
-            pieces = _bare_pieces(self.tokenizer, [[w] for w in new])
+            new = values.take(arrow_array(missing))
+            pieces = _bare_pieces(self.tokenizer, [[w] for w in new.to_pylist()])
             first = len(self.counts)
-            for j, w in enumerate(new):
-                self.number[w] = first + j
-            found[missing] = np.arange(first, first + len(new))
+            found[missing] = np.arange(first, first + len(missing))
+            self.known = pa.concat_arrays([self.known, new])
             sizes = np.diff(pieces.offsets)
             self.starts = np.concatenate([self.starts, len(self.ids) + pieces.offsets[:-1]])
             self.counts = np.concatenate([self.counts, sizes])
@@ -276,6 +284,16 @@ class WordPieces:
         offsets[1:] = np.where(word_counts > 0, ends[np.maximum(last, 0)] if len(ends) else 0, 0)
         np.maximum.accumulate(offsets, out=offsets)  # a sentence without words ends where the one before did
         return Pieces(ids, wids, offsets)
+
+
+def _large_strings(words: Sequence[str] | pa.Array) -> pa.Array:
+    """``words`` as an Arrow ``large_string`` array (built through Polars: ``pa.array`` imports
+    pandas where it is installed)."""
+    if not isinstance(words, pa.Array):
+        import polars as pl
+
+        words = pl.Series(list(words), dtype=pl.String).to_arrow()
+    return words.cast(pa.large_string())
 
 
 def _bare_pieces(tokenizer: Any, sentences: Sequence[Sequence[str]]) -> Pieces:
