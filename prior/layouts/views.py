@@ -171,9 +171,11 @@ def _matrix_values(r: Ragged, items: np.ndarray, sizes: np.ndarray) -> np.ndarra
     local = _exclusive_sum(sizes)
     first = int(offsets[0]) if len(offsets) else 0
     if np.array_equal(offsets - first, local) and np.array_equal(r.sizes()[items], sizes):
-        return r.values[first:first + int(sizes.sum())].astype(np.float32, copy=False)
+        run: np.ndarray = r.values[first:first + int(sizes.sum())].astype(np.float32, copy=False)
+        return run
     place = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(offsets - local, sizes)
-    return r.values[place].astype(np.float32, copy=False)
+    gathered: np.ndarray = r.values[place].astype(np.float32, copy=False)
+    return gathered
 
 
 def _outer_values(items: np.ndarray, tri: Ragged, ta: Ragged, tb: Ragged) -> np.ndarray:
@@ -197,6 +199,7 @@ def _dafa_values(items: np.ndarray, sizes: np.ndarray, tri: Ragged, sub: Ragged,
                  opts: dict[str, Any]) -> np.ndarray:
     """M_F's values of ``items`` (``sizes`` values each), one matrix after another: |M + S|
     (or the components kept), times tf_A tf_Bᵀ, as `dafa_matrix` computes them."""
+    out: np.ndarray
     if opts["trigram"] and opts["subgraph"]:
         out = np.add(_matrix_values(tri, items, sizes), _matrix_values(sub, items, sizes))
         np.abs(out, out=out)
