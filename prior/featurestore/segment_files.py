@@ -109,11 +109,11 @@ _READ_THREADS = 4
 def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: Sequence[str] | None = None,
                 numbers: Sequence[str] = ()) -> list[pl.DataFrame]:
     """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
-    few threads. The key columns ``numbers`` are converted to numbers a group of files at a
-    time (`prior.featurestore.key_numbers`; one conversion per group costs what one per file
-    would cost per file), so the text of all files' keys is never held at once. The first file
-    that cannot be read, or whose key column holds a value that is not a key, is its
-    `StoreError`."""
+    few threads. The key columns ``numbers`` are converted to numbers (`prior.featurestore.key_numbers`)
+    16 files at a time: converted file by file, a split's hundreds of small files would pay the
+    conversion's fixed cost each; converted at the end, all their key text would be held at once.
+    The first file that cannot be read, or whose key column holds a value that is not a key, is
+    its `StoreError`."""
     if not numbers:
         return _read_each(fs, segments, inner, columns)
     out: list[pl.DataFrame] = []
@@ -155,7 +155,7 @@ def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str,
     """Every key in ``column`` of the ``inner`` table of ``segments`` with where it lies: ``seg``
     (the segment's position in ``segments``) and ``item`` (its row in that table), in segment
     order, duplicates kept. Only the key column is read; ``numbers``: the keys as numbers
-    (`prior.featurestore.key_numbers`), converted file by file."""
+    (`prior.featurestore.key_numbers`), converted as `read_frames` reads them."""
     frames = read_frames(fs, segments, inner, [column], numbers=[column] if numbers else ())
     if not frames:
         return pl.DataFrame(schema={"key": KEY_NUMBER if numbers else pl.String, "seg": pl.Int32, "item": pl.Int32})

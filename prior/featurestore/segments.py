@@ -268,7 +268,7 @@ class SegmentStore:
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
         frames = read_frames(self.fs, segs, "pairs.parquet", numbers=PAIR_KEY_COLUMNS if numbers else ())
-        df = pl.concat(frames, how="vertical_relaxed", rechunk=False)
+        df = pl.concat(frames, how="vertical_relaxed")
         if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
             df = df.filter(pl.col("row").is_first_distinct()).sort("row")
         return df
