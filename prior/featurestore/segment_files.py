@@ -21,7 +21,7 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
-from prior.layouts.ragged import Ragged
+from prior.layouts.ragged import Ragged, item_starts
 
 
 def held_annotations(segment: Segment) -> frozenset[str]:
@@ -233,10 +233,7 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
             raise
         except Exception as exc:  # noqa: BLE001 - zarr and arrow raise many types; all mean the same here
             raise damaged(segment, "arrays/", f"cannot be read ({type(exc).__name__}: {exc})") from None
-        starts = np.zeros(len(rows), np.int64)
-        if len(rows) > 1:
-            np.cumsum(sizes[:-1], out=starts[1:])
-        out[name] = Ragged(values, starts, nrows, ncols)
+        out[name] = Ragged(values, item_starts(sizes), nrows, ncols)
     return out
 
 

@@ -16,6 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def item_starts(sizes: np.ndarray) -> np.ndarray:
+    """Where each of items of ``sizes`` values, laid one after another, starts (int64, 0 first):
+    the offsets of a compact ragged array."""
+    starts = np.zeros(len(sizes), np.int64)
+    if len(sizes) > 1:
+        np.cumsum(sizes[:-1], out=starts[1:])
+    return starts
+
+
 @dataclass(frozen=True)
 class Ragged:
     values: np.ndarray  # 1-D
@@ -61,9 +70,7 @@ class Ragged:
             else:
                 raise ValueError(f"item {i} has {a.ndim} dimensions; a ragged array holds vectors and matrices")
         sizes = rows * np.where(cols < 0, 1, cols)
-        offsets = np.zeros(len(arrays), np.int64)
-        if len(arrays) > 1:
-            np.cumsum(sizes[:-1], out=offsets[1:])
+        offsets = item_starts(sizes)
         values = (np.concatenate([np.ascontiguousarray(a, dtype=dtype).ravel() for a in arrays])
                   if arrays else np.zeros(0, dtype=dtype))
         return cls(values, offsets, rows, cols)
@@ -93,9 +100,7 @@ class Ragged:
         stay small beside the values), no loop per item."""
         index = np.asarray(index, dtype=np.int64)
         sizes = self.sizes()[index]
-        offsets = np.zeros(len(index), np.int64)
-        if len(index) > 1:
-            np.cumsum(sizes[:-1], out=offsets[1:])
+        offsets = item_starts(sizes)
         total = int(sizes.sum())
         values = np.empty(total, dtype=self.values.dtype)
         # item boundaries about every ``chunk`` values

@@ -24,7 +24,7 @@ import numpy as np
 from prior.errors import PriorError
 from prior.hints import option
 from prior.layouts.kinds import Layout, PairMatrix
-from prior.layouts.ragged import Ragged
+from prior.layouts.ragged import Ragged, item_starts
 
 #: the gathered values of a view's entries for the pairs read: column name → one item per pair
 Gathered = Mapping[str, Ragged]
@@ -147,7 +147,7 @@ def _combine_dep(values: Gathered, options: dict[str, Any]) -> Ragged:
                          "nothing left: keep at least one")
     tri, sub, ta, tb = (values[c] for c in ("dep_trigram", "dep_subgraph", "tfidf_a", "tfidf_b"))
     sizes = tri.sizes()
-    starts = _exclusive_sum(sizes)
+    starts = item_starts(sizes)
     out = np.empty(int(sizes.sum()), dtype=np.float32)
     cuts = np.unique(np.searchsorted(starts, np.arange(0, len(out), _COMBINE_CHUNK), side="right") - 1)
     for lo, hi in zip(cuts, [*cuts[1:], len(tri)]):
@@ -156,19 +156,11 @@ def _combine_dep(values: Gathered, options: dict[str, Any]) -> Ragged:
     return Ragged(out, starts, tri.rows.astype(np.int64), tri.cols.astype(np.int64))
 
 
-def _exclusive_sum(sizes: np.ndarray) -> np.ndarray:
-    """Where each of consecutive runs of ``sizes`` starts (int64, 0 first)."""
-    starts = np.zeros(len(sizes), np.int64)
-    if len(sizes) > 1:
-        np.cumsum(sizes[:-1], out=starts[1:])
-    return starts
-
-
 def _matrix_values(r: Ragged, items: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The values of ``items``' matrices (``sizes`` values each) one after another, float32: a
     view when they lie so in ``r`` (the pairs a window reads, in order), else gathered."""
     offsets = r.offsets[items].astype(np.int64)
-    local = _exclusive_sum(sizes)
+    local = item_starts(sizes)
     first = int(offsets[0]) if len(offsets) else 0
     if np.array_equal(offsets - first, local) and np.array_equal(r.sizes()[items], sizes):
         run: np.ndarray = r.values[first:first + int(sizes.sum())].astype(np.float32, copy=False)
@@ -184,10 +176,10 @@ def _outer_values(items: np.ndarray, tri: Ragged, ta: Ragged, tb: Ragged) -> np.
     matrix row at a time, without a division per value."""
     rows, cols = tri.rows[items].astype(np.int64), tri.widths[items]
     row_cols = np.repeat(cols, rows)  # each matrix row's width
-    row_first = _exclusive_sum(rows)  # each pair's first matrix row
+    row_first = item_starts(rows)  # each pair's first matrix row
     in_pair = np.arange(len(row_cols), dtype=np.int64) - np.repeat(row_first, rows)  # a row's word of A
     a_rows = ta.values[np.repeat(ta.offsets[items].astype(np.int64), rows) + in_pair].astype(np.float32, copy=False)
-    cell_first = _exclusive_sum(row_cols)  # each matrix row's first value
+    cell_first = item_starts(row_cols)  # each matrix row's first value
     b_at = np.repeat(np.repeat(tb.offsets[items].astype(np.int64), rows) - cell_first, row_cols)
     b_at += np.arange(len(b_at), dtype=np.int64)
     outer = np.repeat(a_rows, row_cols)

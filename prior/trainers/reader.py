@@ -40,7 +40,7 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.segment_files import index_columns, indexed_items, read_arrays, read_items, read_parquet
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
-from prior.layouts.ragged import Ragged
+from prior.layouts.ragged import Ragged, item_starts
 from prior.layouts.views import column_name
 from prior.trainers.caches import LruCache
 from prior.trainers.order import DEFAULT_PIECE
@@ -101,11 +101,7 @@ def gather(sources: Sequence[Ragged], which: np.ndarray, item: np.ndarray) -> Ra
         rows[k], cols[k] = r, c
     dtype = sources[0].values.dtype if sources else np.float32
     values = np.concatenate(views) if views else np.zeros(0, dtype=dtype)
-    sizes = rows * np.where(cols < 0, 1, cols)
-    offsets = np.zeros(len(item), np.int64)
-    if len(item) > 1:
-        np.cumsum(sizes[:-1], out=offsets[1:])
-    return Ragged(values, offsets, rows, cols)
+    return Ragged(values, item_starts(rows * np.where(cols < 0, 1, cols)), rows, cols)
 
 
 class SplitReader:
