@@ -71,11 +71,30 @@ def tiny_dafa(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
     return run / "best"
 
 
+class _OneAtATime:
+    """A stand-in for compare.py's ``ThreadPoolExecutor``: each job runs when its result is taken.
+    `CliRunner` captures a command's output by swapping the process's ``sys.stdout``, so the line
+    compare.py prints for one run would land in the output of a run another thread has started."""
+
+    def __init__(self, workers: int) -> None:
+        pass
+
+    def __enter__(self) -> _OneAtATime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def map(self, fn: Any, items: Any) -> Any:
+        return map(fn, items)
+
+
 def _in_process(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """compare.py's `prior` commands run in this process (the same CLI, without a subprocess's
-    start-up); returns the list the commands are appended to."""
+    start-up), one at a time (`_OneAtATime`); returns the list the commands are appended to."""
     from prior.cli.main import app
 
+    monkeypatch.setattr(compare, "ThreadPoolExecutor", _OneAtATime)
     calls: list[list[str]] = []
 
     def prior(*args: object, threads: int) -> tuple[list[str], str]:
