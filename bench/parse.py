@@ -18,8 +18,8 @@ against supar's on UD EWT test, and texts/s of the `biaffine` and `spacy` backen
 2. **Exactness** on every sentence of UD EWT test (gold words): heads and relations of `new`
    against `old`, word by word (expected: 0 and 0), and UAS/LAS of both (punctuation excluded,
    full labels: the numbers `prior parser eval` prints).
-3. ``--int8``: the opt-in int8 dynamic quantization (CPU): its speed against `new` and its
-   UAS/LAS; it is not exact and never the default.
+3. ``--int8``: the opt-in ``biaffine-int8`` model (CPU; `prior.pipeline.parsers.int8_rows`): its
+   speed against `new`, its UAS/LAS and the heads that differ from float32.
 4. **CUDA** where torch sees a GPU: the fast path on it (words/s, and exactness against `old`
    on the CPU).
 5. **Backends** (``--backends``, default `biaffine,spacy`): texts/s of ``parser.parse`` (spaCy
@@ -129,7 +129,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
 
     from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
     from prior.pipeline.parsers.conllu import read_conllu
-    from prior.pipeline.parsers.fast_biaffine import quantize_dynamic_int8
+    from prior.pipeline.parsers.int8_rows import quantize_rows_int8
 
     torch.set_num_threads(1)
     loaded = load_model()
@@ -145,7 +145,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
     paths = {"old": model.predict_supar, "new": model.predict}
     if args.int8:
         q = BiaffineModel(loaded, device="cpu")
-        q.fast = quantize_dynamic_int8(q.fast)
+        q.fast = quantize_rows_int8(q.fast)
         paths["int8"] = q.predict
     for name, sentences in corpora.items():
         out["speed"][name] = interleaved(paths, sentences, args.rounds, args.model_chunk)

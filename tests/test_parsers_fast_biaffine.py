@@ -16,11 +16,9 @@ from prior.pipeline.parsers import fingerprint_of
 from prior.pipeline.parsers.biaffine import BiaffineModel, BiaffineParser, load_model
 from prior.pipeline.parsers.conllu import read_conllu
 from prior.pipeline.parsers.fast_biaffine import (
-    FastBiaffine,
     batch_tensors,
     fused_lstm,
     greedy_is_tree,
-    quantize_dynamic_int8,
     resolve_device,
 )
 
@@ -125,17 +123,6 @@ def test_parsers_fast_biaffine_device_is_not_in_the_fingerprint(model: BiaffineM
     fp = parser.fingerprint()
     assert fp == fingerprint_of("biaffine") and "device" not in fp and fp["sentences"] == "senter"
 
-
-def test_parsers_fast_biaffine_int8_is_a_separate_opt_in(model: BiaffineModel,
-                                                        slice_sentences: list[list[str]]) -> None:
-    """int8 weights change some trees: never the default, and still valid trees."""
-    q = quantize_dynamic_int8(model.fast)
-    assert isinstance(model.fast, FastBiaffine) and model.fast.model.encoder.__class__ is torch.nn.LSTM
-    words, chars = batch_tensors(model.vocab, slice_sentences[:20])
-    heads, rels = q.predict(words, chars)
-    lens = words.ne(model.vocab.word_pad).sum(1) - 1
-    assert greedy_is_tree(heads, lens).all()
-    assert rels.shape == heads.shape
 
 
 def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@
 - ``"spacy"``: spaCy's own parse (:class:`~prior.pipeline.parsers.spacy_backend.SpacyParser`);
 - ``"biaffine"``: supar's biaffine parser with the model shipped in ``data/parser/``
   (or ``$PRIOR_PARSER_MODEL``);
-- ``"biaffine-int8"`` (``"biaffine-int8:<dir>"``): the same model with int8 weights for its
-  LSTMs and linear layers (CPU): faster, slightly different trees, its own parse id, and batch
-  dependent (dynamic quantization scales each batch's activations): opt-in, never the default;
+- ``"biaffine-int8"`` (``"biaffine-int8:<dir>"``): the same model with int8 products for its
+  BiLSTM and MLPs, a scale per row (CPU, :mod:`.int8_rows`): faster, slightly different trees,
+  the same tree for a sentence in any batch, its own parse id; opt-in;
 - ``"biaffine:<dir>"``: a model exported by ``prior parser train`` (safetensors + JSON);
 - ``"biaffine:<file or supar model name>"``: a supar checkpoint or a published supar model
   (e.g. ``biaffine-dep-en``), loaded as supar does (pickle: trusted files only; needs network

@@ -261,11 +261,11 @@ def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], s
                          int8: bool = False) -> dict[str, Any]:
     """The biaffine backend's identity: model, decoding, spaCy annotator and the component that
     splits sentences ("senter" or "parser": boundaries differ on a few texts); for
-    ``biaffine-int8`` also its weights ("int8-dynamic"). Where the model runs (CPU or CUDA) and
+    ``biaffine-int8`` also its weights ("int8-rows": `prior.pipeline.parsers.int8_rows`). Where the model runs (CPU or CUDA) and
     how it is batched are not part of it."""
     out = {"backend": "biaffine-int8" if int8 else "biaffine", "model": name, "model_checksum": checksum,
            "decode": "mst-single-root", **spacy_part, "sentences": sentences}
-    return {**out, "weights": "int8-dynamic"} if int8 else out
+    return {**out, "weights": "int8-rows"} if int8 else out
 
 
 def fingerprint_of_spec(arg: str, int8: bool = False) -> dict[str, Any] | None:

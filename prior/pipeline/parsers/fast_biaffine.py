@@ -33,8 +33,8 @@ inside the forward pass (matrix products and cuDNN's LSTM), so a GPU computes wh
 computes up to float32 rounding; the tree search runs on the CPU as in supar. The device is not part of a
 parse's fingerprint (like batch sizes, it does not change results beyond float rounding).
 
-Opt-in, not exact: :func:`quantize_dynamic_int8` (int8 weights for the LSTMs and linear layers,
-CPU only) changes some trees; its accuracy is measured by ``bench/parse.py --int8``.
+Opt-in, not exact: ``biaffine-int8`` (:mod:`.int8_rows`: int8 products for the BiLSTM and the
+MLPs, CPU only) changes some trees; its accuracy is measured by ``bench/parse.py --int8``.
 """
 
 from __future__ import annotations
@@ -287,21 +287,3 @@ class FastBiaffine(nn.Module):
                     s_rel[..., banned_rel] = float("-inf")
                 rels = s_rel.argmax(-1)
         return heads.cpu(), rels.cpu()
-
-
-def quantize_dynamic_int8(fast: FastBiaffine) -> FastBiaffine:
-    """Opt-in, CPU only, changes some trees: a copy whose LSTMs and linear layers use int8 weights
-    (``torch.ao.quantization.quantize_dynamic``); biaffine weights stay float32."""
-    import warnings
-
-    from torch.ao.quantization import quantize_dynamic
-
-    if fast.device.type != "cpu":
-        raise ResourceError(f"int8 dynamic quantization runs on the CPU only; use {option('parse_device', 'cpu')}")
-    out = copy.deepcopy(fast)
-    with warnings.catch_warnings():  # torch.ao.quantization announces its own deprecation
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
-        out.model = quantize_dynamic(out.model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
-    return out
