@@ -261,8 +261,8 @@ def biaffine_fingerprint(name: str, checksum: str, spacy_part: dict[str, Any], s
                          int8: bool = False) -> dict[str, Any]:
     """The biaffine backend's identity: model, decoding, spaCy annotator and the component that
     splits sentences ("senter" or "parser": boundaries differ on a few texts); for
-    ``biaffine-int8`` also its weights ("int8-rows": `prior.pipeline.parsers.int8_rows`). Where the model runs (CPU or CUDA) and
-    how it is batched are not part of it."""
+    ``biaffine-int8`` also its weights ("int8-rows": `prior.pipeline.parsers.int8_rows`). Where
+    the model runs (CPU or CUDA) and how it is batched are not part of it."""
     out = {"backend": "biaffine-int8" if int8 else "biaffine", "model": name, "model_checksum": checksum,
            "decode": "mst-single-root", **spacy_part, "sentences": sentences}
     return {**out, "weights": "int8-rows"} if int8 else out

@@ -92,7 +92,7 @@ class RowInt8LSTM(nn.Module):
     in memory. The gates and the cell state are therefore views with ``ROW_PAD`` unused columns
     after each row: one loop per row, the same for every row whatever the batch. With several
     threads torch would also cut a large tensor where its size says, so the parser runs this
-    model on one thread (`prior.pipeline.parsers.fast_biaffine.quantize_rows_int8`).
+    model on one thread (`RowInt8Biaffine.predict`).
     """
 
     def __init__(self, lstm: nn.LSTM) -> None:
@@ -122,7 +122,6 @@ class RowInt8LSTM(nn.Module):
         # reversing each sentence within its length (an involution; padding stays in place)
         flip = torch.where(steps < lens.unsqueeze(1), lens.unsqueeze(1) - 1 - steps, steps)  # (B, n)
         running = [int(a) for a in (lens.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()]  # per step
-        valid = (steps < lens.unsqueeze(1)).unsqueeze(-1)
         for layer in range(self.num_layers):
             outs = []
             for d in (0, 1):
@@ -130,7 +129,7 @@ class RowInt8LSTM(nn.Module):
                 inputs = x if d == 0 else x.gather(1, flip.unsqueeze(-1).expand_as(x))
                 h = self._run(w_ih(inputs), w_hh, running)
                 outs.append(h if d == 0 else h.gather(1, flip.unsqueeze(-1).expand_as(h)))
-            x = torch.cat(outs, -1) * valid
+            x = torch.cat(outs, -1)  # zeros past each end: no step writes there
         out = torch.empty_like(x)
         out[order] = x
         return out
@@ -160,7 +159,7 @@ class RowInt8Biaffine(FastBiaffine):
     four MLPs' linear layers; predicts on one thread (:class:`RowInt8LSTM` says why)."""
 
     def __init__(self, fast: FastBiaffine) -> None:
-        nn.Module.__init__(self)
+        nn.Module.__init__(self)  # not FastBiaffine's: ``fast`` is already the fast copy of supar's model
         if fast.device.type != "cpu":
             raise ResourceError(f"the int8 biaffine model runs on the CPU only; use {option('parse_device', 'cpu')}")
         self.model: Any = copy.deepcopy(fast.model)
