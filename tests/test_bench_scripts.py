@@ -139,19 +139,20 @@ def test_bench_parse_pair_runs_this_checkout_twice(tmp_path: Path) -> None:
 
 
 def test_bench_parse_model_section_runs_without_spacy(tmp_path: Path) -> None:
-    """bench/parse.py --n 0 (EWT gold words only) needs no spaCy: the way it runs on a GPU machine
-    that has torch but not spaCy. spaCy is made unimportable in the child."""
+    """bench/parse.py --n 0 --int8 (EWT gold words only) needs no spaCy: the way it runs on a GPU
+    machine that has torch but not spaCy. spaCy is made unimportable in the child."""
     code = ("import runpy, sys; sys.modules['spacy'] = None; sys.path.insert(0, sys.argv[1]); "
             "sys.argv = [sys.argv[1] + '/parse.py', *sys.argv[2:]]; runpy.run_path(sys.argv[0], run_name='__main__')")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code, str(BENCH), "--n", "0", "--ewt", str(REPO / "data" / "ud_ewt_slice"
-                           / "test.conllu"), "--ewt-limit", "15", "--rounds", "1", "--skip-backends",
+                           / "test.conllu"), "--ewt-limit", "15", "--rounds", "1", "--skip-backends", "--int8",
                            "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (result,) = (tmp_path / "out").glob("parse-*.json")
     model = json.loads(result.read_text())["model"]
     assert set(model["speed"]) == {"ewt-test"} and model["exactness_ewt_test"]["sentences"] == 15
     assert model["exactness_ewt_test"]["differing_heads"] == 0
+    assert model["speed"]["ewt-test"]["int8"]["words_per_s"] > 0 and 0 < model["int8_ewt_test"]["LAS"] <= 100
 
 
 @pytest.mark.slow
