@@ -15,6 +15,9 @@ Streaming's shuffle-quality notes, over ``--epochs`` epochs at a global batch of
 - ``neighbours together``: how often two pairs stored next to each other land in one batch
   (full shuffle: (batch − 1)/(pairs − 1));
 - ``displacement``: mean |served position − stored position| / pairs (full shuffle: 1/3).
+
+Windows are cut where lanes start, as the loader serves them (``--uncut`` adds each window
+without its cuts).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from prior.trainers.order import Shuffle, batches_per_epoch, served_batch, windo
 
 def served(n: int, shuffle: Shuffle, epoch: int, batch: int) -> np.ndarray:
     """The epoch's positions in the order the steps serve them (lanes interleaved)."""
-    order, _ = windowed_order(n, shuffle, epoch)
+    order, _ = windowed_order(n, shuffle, epoch, batch)  # windows cut where lanes start, as the loader serves them
     steps = batches_per_epoch(n, batch)
     lanes = 1 if n <= shuffle.window else shuffle.lanes
     return np.concatenate([order[served_batch(t, steps, lanes) * batch:][:batch] for t in range(steps)])
@@ -62,10 +65,14 @@ def main() -> None:
     ap.add_argument("--pieces", default="256")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--uncut", action="store_true", help="Also each window without its cuts where lanes start.")
     args = ap.parse_args()
     rows = [("full shuffle", Shuffle(0, window=args.pairs, piece=1))]
-    rows += [(f"window {w}, piece {p}", Shuffle(0, window=int(w), piece=int(p)))
-             for w in args.windows.split(",") for p in args.pieces.split(",")]
+    for w in args.windows.split(","):
+        for p in args.pieces.split(","):
+            rows.append((f"window {w}, piece {p}", Shuffle(0, window=int(w), piece=int(p))))
+            if args.uncut:
+                rows.append((f"window {w}, piece {p}, uncut", Shuffle(0, window=int(w), piece=int(p), lane_cuts=False)))
     print(f"{args.pairs} pairs, batch {args.batch}, {args.epochs} epochs\n")
     print("| order | labels TV | pieces/batch | neighbours together | displacement |\n|---|---|---|---|---|")
     for name, shuffle in rows:

@@ -17,7 +17,7 @@ from prior.errors import PriorError
 from prior.trainers.caches import LruCache
 from prior.trainers.data import load_split
 from prior.trainers.loader import LoaderSettings, Position, TrainStream, run_batches
-from prior.trainers.order import Shuffle, epoch_order, rank_batch, served_batch, windowed_order
+from prior.trainers.order import Shuffle, epoch_order, lane_starts, rank_batch, served_batch, windowed_order
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import index_split
 from prior.trainers.tokens import encode_pairs
@@ -63,6 +63,58 @@ def test_order_in_windows_serves_every_pair_once_from_whole_pieces() -> None:
             assert set(counts[counts > 0].tolist()) == {SMALL.piece}  # whole pieces only
     np.testing.assert_array_equal(epoch_order(n, SMALL, 1), epoch_order(n, SMALL, 1))
     assert not np.array_equal(epoch_order(n, SMALL, 1), epoch_order(n, SMALL, 2))
+
+
+@pytest.mark.parametrize("batch_size", [2, 7, 13, 40])
+def test_order_windows_are_cut_where_lanes_start(batch_size: int) -> None:
+    """With the global batch size, a window a lane starts in is shuffled as two parts cut at the
+    lane's first pair: the lanes share at most the piece the cut falls in; windows no lane
+    starts in keep their order; every pair is served once."""
+    n = 120
+    starts = lane_starts(n, SMALL, batch_size)
+    assert len(starts) == 3 and starts == sorted(starts)
+    for epoch in range(3):
+        order, bounds = windowed_order(n, SMALL, epoch, batch_size)
+        plain, plain_bounds = windowed_order(n, SMALL, epoch)
+        assert sorted(order.tolist()) == list(range(n))
+        assert set(starts) <= set(bounds.tolist()) and set(plain_bounds.tolist()) <= set(bounds.tolist())
+        for lo, hi in itertools.pairwise(plain_bounds):
+            cut = [c for c in starts if lo < c < hi]
+            if not cut:  # the same window, shuffled as before
+                np.testing.assert_array_equal(order[lo:hi], plain[lo:hi])
+                continue
+            assert sorted(order[lo:hi].tolist()) == sorted(plain[lo:hi].tolist())
+            edges = [lo, *cut, hi]
+            for a, b, c in zip(edges, edges[1:], edges[2:]):
+                shared = set((order[a:b] // SMALL.piece).tolist()) & set((order[b:c] // SMALL.piece).tolist())
+                assert len(shared) <= 1
+    assert np.array_equal(windowed_order(n, Shuffle(3, 32, 8, lane_cuts=False), 0, 7)[0], windowed_order(n, SMALL, 0)[0])
+    small = Shuffle(seed=3)  # a split of one window: one lane, nothing to cut
+    np.testing.assert_array_equal(epoch_order(4439, small, 2, 32), epoch_order(4439, small, 2))
+
+
+def _pieces_read_per_lane(store, shuffle: Shuffle) -> int:
+    """Pieces each lane reads for its windows, added over the lanes (one epoch, batches of 2)."""
+    stream = TrainStream(reader(store), batch_size=2, shuffle=shuffle, epochs=1)
+    touched: dict[tuple[int, tuple[int, int]], set[int]] = {}
+    plain = stream._window_data
+
+    def counted(lane: int, key: tuple[int, int], window: np.ndarray):  # type: ignore[no-untyped-def]
+        touched.setdefault((lane, key), set()).update((window // shuffle.piece).tolist())
+        return plain(lane, key, window)
+
+    stream._window_data = counted  # type: ignore[method-assign]
+    assert len(run(stream)) == 60
+    return sum(len(p) for p in touched.values())
+
+
+def test_stream_lanes_read_a_cut_window_once(store) -> None:
+    """120 pairs in 30 pieces, 3 windows of 10 pieces, lanes starting at pairs 30, 60 and 90,
+    inside each window: cut, the lanes read the 30 pieces once and the two pieces a cut falls
+    in twice; uncut, each lane reads its share of a straddled window from all its pieces."""
+    cut = _pieces_read_per_lane(store, Shuffle(3, window=40, piece=4))
+    whole = _pieces_read_per_lane(store, Shuffle(3, window=40, piece=4, lane_cuts=False))
+    assert cut == 30 + 2 and whole > 45
 
 
 @pytest.mark.parametrize(("batches", "lanes"), [(1, 4), (3, 4), (4, 4), (17, 4), (30, 1)])

@@ -135,7 +135,7 @@ class TrainStream(IterableDataset[TrainBatch]):
 
     def order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """Split positions of ``epoch`` in serving order, and where its windows start."""
-        order, bounds = windowed_order(len(self), self.shuffle, epoch)
+        order, bounds = windowed_order(len(self), self.shuffle, epoch, self.batch_size)
         return (order if self.subset is None else self.subset[order]), bounds
 
     def __iter__(self) -> Iterator[TrainBatch]:

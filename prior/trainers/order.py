@@ -17,9 +17,15 @@ streaming (SICK, MRPC, RTE and STS-B keep their orders bit for bit).
 global batches, in the order above, are cut into ``lanes`` blocks of consecutive batches, and
 step ``t`` of the epoch serves batch ``t div lanes`` of block ``t mod lanes``. The batches are
 the same; only the steps they are served at interleave. A loader with ``w`` workers (``w``
-dividing ``lanes``) gives each worker whole lanes, so every window is read by one worker only;
-the order depends on the constant ``lanes``, never on ``w``. A split of one window has one
-lane: its batches are served in order, as before streaming.
+dividing ``lanes``) gives each worker whole lanes; the order depends on the constant
+``lanes``, never on ``w``. A split of one window has one lane: its batches are served in
+order, as before streaming.
+
+**Windows cut where lanes start** (``Shuffle.lane_cuts``, given the global batch size). A lane
+starts inside some window; shuffled whole, that window's pairs would be spread over both
+lanes, and both would read all of its pieces. Instead its pieces, in their drawn order, are
+cut at the lane's first pair and each part is shuffled on its own, so the lanes share at most
+the one piece the cut falls in. Every other window is shuffled exactly as without cuts.
 
 **Batches across ranks.** Global batch ``b`` of an epoch is ``order[b·G:(b+1)·G]`` for the
 global batch size ``G``, whatever the world size; rank ``r`` of ``world`` serves its pairs
@@ -31,6 +37,7 @@ that of the real pairs alone.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -56,6 +63,7 @@ class Shuffle:
     window: int = DEFAULT_WINDOW
     piece: int = DEFAULT_PIECE
     lanes: int = LANES
+    lane_cuts: bool = True  # a window a lane starts in is shuffled as two parts (module docstring)
 
     def __post_init__(self) -> None:
         if self.window < 1 or self.piece < 1 or self.lanes < 1:
@@ -66,15 +74,17 @@ class Shuffle:
         return asdict(self)
 
 
-def epoch_order(n: int, shuffle: Shuffle | None, epoch: int) -> np.ndarray:
+def epoch_order(n: int, shuffle: Shuffle | None, epoch: int, batch_size: int | None = None) -> np.ndarray:
     """The positions (0 … n-1, int64) of an epoch in serving order; ``shuffle`` None: stored
     order (evaluation)."""
-    return windowed_order(n, shuffle, epoch)[0]
+    return windowed_order(n, shuffle, epoch, batch_size)[0]
 
 
-def windowed_order(n: int, shuffle: Shuffle | None, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+def windowed_order(n: int, shuffle: Shuffle | None, epoch: int,
+                   batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(:func:`epoch_order`, where each window starts in it, with ``n`` last): a reader needs
-    the pairs of one window at a time."""
+    the pairs of one window at a time. With the global ``batch_size`` (and ``lane_cuts``) a
+    window is also cut where a lane starts (module docstring), and each part counts as a window."""
     if shuffle is None:
         return np.arange(n, dtype=np.int64), np.array([0, n], dtype=np.int64)
     if n <= shuffle.window:
@@ -83,12 +93,19 @@ def windowed_order(n: int, shuffle: Shuffle | None, epoch: int) -> tuple[np.ndar
     pieces = math.ceil(n / shuffle.piece)
     drawn = np.random.default_rng([shuffle.seed, epoch, 1]).permutation(pieces)
     per_window = max(1, shuffle.window // shuffle.piece)
+    cuts = lane_starts(n, shuffle, batch_size) if batch_size is not None and shuffle.lane_cuts else []
     parts = []
+    at = 0  # where the window starts in the epoch
     for w, start in enumerate(range(0, pieces, per_window)):
         chosen = drawn[start:start + per_window]
         rows = np.concatenate([np.arange(p * shuffle.piece, min(n, (p + 1) * shuffle.piece), dtype=np.int64)
                                for p in chosen])
-        parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w]).permutation(rows))
+        inside = [c - at for c in cuts if at < c < at + len(rows)]
+        if not inside:
+            parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w]).permutation(rows))
+        for k, (lo, hi) in enumerate(itertools.pairwise([0, *inside, len(rows)]) if inside else ()):
+            parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w, k]).permutation(rows[lo:hi]))
+        at += len(rows)
     bounds = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=bounds[1:])
     return np.concatenate(parts), bounds
@@ -102,6 +119,13 @@ def batches_per_epoch(n: int, batch_size: int) -> int:
 def lane_count(n: int, shuffle: Shuffle | None) -> int:
     """The lanes an epoch of ``n`` pairs is served in: one for a split of one window."""
     return 1 if shuffle is None or n <= shuffle.window else shuffle.lanes
+
+
+def lane_starts(n: int, shuffle: Shuffle, batch_size: int) -> list[int]:
+    """Where in an epoch of ``n`` pairs (at global batch ``batch_size``) each lane after the
+    first starts: its first batch's first pair."""
+    batches, lanes = batches_per_epoch(n, batch_size), lane_count(n, shuffle)
+    return [lane_batches(lane, batches, lanes)[0] * batch_size for lane in range(1, lanes)]
 
 
 def served_batch(t: int, batches: int, lanes: int) -> int:
@@ -143,4 +167,4 @@ def rank_batch(order: np.ndarray, b: int, batch_size: int, rank: int = 0, world:
 
 
 __all__ = ["DEFAULT_PIECE", "DEFAULT_WINDOW", "LANES", "RankBatch", "Shuffle", "batches_per_epoch", "epoch_order",
-           "lane_batches", "lane_count", "rank_batch", "served_batch", "windowed_order"]
+           "lane_batches", "lane_count", "lane_starts", "rank_batch", "served_batch", "windowed_order"]
