@@ -148,3 +148,26 @@ def test_train_output_that_is_a_file_is_one_line(setup: tuple[Path, Path], tmp_p
     (tmp_path / "taken").write_text("x")
     line = one_line_error(*train_args(setup, tmp_path / "taken"))
     assert line == f"error: --output {tmp_path / 'taken'}: a file is there; name a folder for the run"
+
+
+def _drop_lane_cuts(out: Path) -> None:
+    """The state as a prior without ``Shuffle.lane_cuts`` wrote it."""
+    path = out / "last" / "trainer_state.json"
+    state = json.loads(path.read_text())
+    del state["order"]["shuffle"]["lane_cuts"]
+    path.write_text(json.dumps(state))
+
+
+def test_resume_of_a_run_started_before_lane_cuts(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    """A split of one window was served in the same order before windows were cut where lanes
+    start: its run resumes. A larger split's was not: one line."""
+    one = tmp_path / "one"
+    cli(*train_args(setup, one, "--epochs", 1, "--shuffle-window", 1024))
+    _drop_lane_cuts(one)
+    cli("train", "--resume", one, "--epochs", 2)
+    assert json.loads((one / "last" / "trainer_state.json").read_text())["epoch"] == 2
+    many = tmp_path / "many"
+    cli(*train_args(setup, many, "--epochs", 1))
+    _drop_lane_cuts(many)
+    error = one_line_error("train", "--resume", many, "--epochs", 2)
+    assert "was trained with another shuffle" in error and "the prior it started with" in error

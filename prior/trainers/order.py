@@ -73,6 +73,19 @@ class Shuffle:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Shuffle:
+        """A recorded shuffle; one recorded before ``lane_cuts`` existed cut no window."""
+        return cls(**{"lane_cuts": False, **raw})
+
+    def order_key(self, n: int) -> dict[str, Any]:
+        """What an epoch's order of ``n`` pairs depends on: ``lane_cuts`` only where the split is
+        larger than one window (a split of one window has one lane)."""
+        key = self.to_dict()
+        if n <= self.window:
+            del key["lane_cuts"]
+        return key
+
 
 def epoch_order(n: int, shuffle: Shuffle | None, epoch: int, batch_size: int | None = None) -> np.ndarray:
     """The positions (0 … n-1, int64) of an epoch in serving order; ``shuffle`` None: stored

@@ -10,6 +10,7 @@ weights, optimizer and generator states it saved and starts the loader at the sa
 
 from __future__ import annotations
 
+import contextlib
 import platform
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
@@ -30,6 +31,7 @@ from prior.trainers.dataset_ref import StoredDataset
 from prior.trainers.loader import LoaderSettings, Position, TrainStream
 from prior.trainers.models import MODEL_CLASSES
 from prior.trainers.models.base import PriorBertModel
+from prior.trainers.order import Shuffle
 from prior.trainers.registry import Task, TrainSettings, default_settings, parse_model_name
 from prior.trainers.resume import (
     OPTIMIZER_FILE,
@@ -171,12 +173,18 @@ def _check_resumable(cfg: TrainConfig, saved: dict[str, Any], state: TrainState,
     """The data and order of a resumed run are those it started with (one line otherwise)."""
     run = Path(cfg.run.resume or "")
     check_same_data(run, saved["fingerprints"]["train"], data.train_index.fingerprint, "training")
-    order = {"shuffle": cfg.loader().shuffle(cfg.model.seed).to_dict(), "batch_size": settings.batch_size,
-             "pairs": data.train_pairs}
-    if state.order and state.order != order:
-        changed = ", ".join(k for k in order if state.order.get(k) != order[k])
+    n = data.train_pairs
+    order = {"shuffle": cfg.loader().shuffle(cfg.model.seed).order_key(n), "batch_size": settings.batch_size,
+             "pairs": n}
+    saved_order = dict(state.order)
+    if isinstance(saved_order.get("shuffle"), dict):
+        # a shuffle this prior does not know stays as recorded (and is refused below)
+        with contextlib.suppress(TypeError, PriorError):
+            saved_order["shuffle"] = Shuffle.from_dict(saved_order["shuffle"]).order_key(n)
+    if state.order and saved_order != order:
+        changed = ", ".join(k for k in order if saved_order.get(k) != order[k])
         raise PriorError(f"{run} was trained with another {changed} ({state.order}); a resumed run keeps the order "
-                         "of its data: resume with the settings it started with")
+                         "of its data: resume with the settings it started with (or the prior it started with)")
 
 
 def _meta(cfg: TrainConfig, store: Store, model_name: str, backbone: str, settings: TrainSettings, task: Task,
