@@ -124,7 +124,6 @@ def test_parsers_fast_biaffine_device_is_not_in_the_fingerprint(model: BiaffineM
     assert fp == fingerprint_of("biaffine") and "device" not in fp and fp["sentences"] == "senter"
 
 
-
 def test_parsers_fast_biaffine_build_parse_device_option(tmp_path: Path) -> None:
     """`prior build --parse-device` reaches the parse stage and leaves the parse id alone."""
     from typer.testing import CliRunner
