@@ -129,7 +129,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
 
     from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
     from prior.pipeline.parsers.conllu import read_conllu
-    from prior.pipeline.parsers.int8_rows import quantize_rows_int8
+    from prior.pipeline.parsers.int8_rows import RowInt8Biaffine
 
     torch.set_num_threads(1)
     loaded = load_model()
@@ -145,7 +145,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
     paths = {"old": model.predict_supar, "new": model.predict}
     if args.int8:
         q = BiaffineModel(loaded, device="cpu")
-        q.fast = quantize_rows_int8(q.fast)
+        q.fast = RowInt8Biaffine(q.fast)
         paths["int8"] = q.predict
     for name, sentences in corpora.items():
         out["speed"][name] = interleaved(paths, sentences, args.rounds, args.model_chunk)

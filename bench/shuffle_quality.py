@@ -26,14 +26,14 @@ import argparse
 
 import numpy as np
 
-from prior.trainers.order import Shuffle, batches_per_epoch, served_batch, windowed_order
+from prior.trainers.order import Shuffle, batches_per_epoch, lane_count, served_batch, windowed_order
 
 
 def served(n: int, shuffle: Shuffle, epoch: int, batch: int) -> np.ndarray:
     """The epoch's positions in the order the steps serve them (lanes interleaved)."""
     order, _ = windowed_order(n, shuffle, epoch, batch)  # windows cut where lanes start, as the loader serves them
     steps = batches_per_epoch(n, batch)
-    lanes = 1 if n <= shuffle.window else shuffle.lanes
+    lanes = lane_count(n, shuffle)
     return np.concatenate([order[served_batch(t, steps, lanes) * batch:][:batch] for t in range(steps)])
 
 

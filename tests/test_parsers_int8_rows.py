@@ -23,7 +23,6 @@ from prior.pipeline.parsers.int8_rows import (
     RowInt8LSTM,
     _one_thread,
     quantize_rows,
-    quantize_rows_int8,
 )
 
 SLICE = Path(__file__).resolve().parents[1] / "data" / "ud_ewt_slice"
@@ -111,7 +110,7 @@ def test_biaffine_int8_trees_are_valid_and_close_to_float() -> None:
     sentences = [list(s.words) for s in gold]
     fp32 = BiaffineModel(load_model(), device="cpu")
     int8 = BiaffineModel(fp32.loaded, device="cpu")
-    int8.fast = quantize_rows_int8(fp32.fast)
+    int8.fast = RowInt8Biaffine(fp32.fast)
     assert isinstance(int8.fast, RowInt8Biaffine) and not isinstance(fp32.fast, RowInt8Biaffine)
     words, chars = batch_tensors(fp32.vocab, sentences[:20])
     heads, _ = int8.fast.predict(words, chars)

@@ -39,7 +39,7 @@ def build_cmd(
     split: Annotated[str | None, typer.Option("--split", help="Comma-separated splits (default: all the dataset has).")] = None,
     store: StoreOpt = None,
     storage_option: StorageOptionOpt = None,
-    parser: Annotated[str | None, typer.Option(help="biaffine (default), spacy, or biaffine:<model>.")] = None,
+    parser: Annotated[str | None, typer.Option(help="biaffine (default), biaffine-int8 (CPU), spacy, or biaffine:<model>.")] = None,
     parse_device: Annotated[ParseDevice, typer.Option(help="Where the biaffine model runs: auto (a worker's CUDA GPU if it has one), cpu or cuda. Not part of the parse id.")] = ParseDevice.auto,
     limit: Annotated[int | None, typer.Option(min=1, help="Read only the first N usable pairs of each split.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Local Dask worker processes (0: run in this process).")] = 2,

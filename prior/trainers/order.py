@@ -116,8 +116,9 @@ def windowed_order(n: int, shuffle: Shuffle | None, epoch: int,
         inside = [c - at for c in cuts if at < c < at + len(rows)]
         if not inside:
             parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w]).permutation(rows))
-        for k, (lo, hi) in enumerate(itertools.pairwise([0, *inside, len(rows)]) if inside else ()):
-            parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w, k]).permutation(rows[lo:hi]))
+        else:
+            for k, (lo, hi) in enumerate(itertools.pairwise([0, *inside, len(rows)])):
+                parts.append(np.random.default_rng([shuffle.seed, epoch, 2, w, k]).permutation(rows[lo:hi]))
         at += len(rows)
     bounds = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=bounds[1:])

@@ -43,7 +43,7 @@ from prior.pipeline.parsers.artifact import (
 )
 from prior.pipeline.parsers.base import Parse
 from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, batch_tensors, no_stage
-from prior.pipeline.parsers.int8_rows import quantize_rows_int8
+from prior.pipeline.parsers.int8_rows import RowInt8Biaffine
 from prior.pipeline.parsers.spacy_backend import (
     SpacyAnnotator,
     doc_to_parse,
@@ -217,7 +217,7 @@ class BiaffineParser:
         self.int8 = int8
         if int8:
             self.name = "biaffine-int8"
-            self.biaffine.fast = quantize_rows_int8(self.biaffine.fast)
+            self.biaffine.fast = RowInt8Biaffine(self.biaffine.fast)
         self._annotator = annotator
 
     @property

@@ -155,7 +155,7 @@ class RowInt8LSTM(nn.Module):
 
 
 class RowInt8Biaffine(FastBiaffine):
-    """`FastBiaffine` with :class:`RowInt8LSTM` for its BiLSTM and :class:`RowInt8Linear` for its
+    """``biaffine-int8``'s model: a copy of a CPU `FastBiaffine` with :class:`RowInt8LSTM` for its BiLSTM and :class:`RowInt8Linear` for its
     four MLPs' linear layers; predicts on one thread (:class:`RowInt8LSTM` says why)."""
 
     def __init__(self, fast: FastBiaffine) -> None:
@@ -168,10 +168,6 @@ class RowInt8Biaffine(FastBiaffine):
         for name in ("arc_mlp_d", "arc_mlp_h", "rel_mlp_d", "rel_mlp_h"):
             mlp = getattr(self.model, name)
             mlp.linear = RowInt8Linear.of(mlp.linear)
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
 
     def _bilstm(self, x: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.model.encoder(x, lens)
@@ -196,9 +192,4 @@ def _one_thread() -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def quantize_rows_int8(fast: FastBiaffine) -> RowInt8Biaffine:
-    """``biaffine-int8``'s model: a copy of ``fast`` in int8 (module docstring)."""
-    return RowInt8Biaffine(fast)
-
-
-__all__ = ["RowInt8Biaffine", "RowInt8LSTM", "RowInt8Linear", "quantize_rows", "quantize_rows_int8"]
+__all__ = ["RowInt8Biaffine", "RowInt8LSTM", "RowInt8Linear", "quantize_rows"]
