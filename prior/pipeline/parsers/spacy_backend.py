@@ -13,6 +13,8 @@ Choices:
   different set of weights under the same name does not.
 - Matrix products through numpy's BLAS rather than thinc's blis (:mod:`.spacy_kernels`): same
   annotations as measured, 40 % less spaCy time; not part of the fingerprint.
+- The rule lemmatizer's word index held as sets (:mod:`.spacy_lemmas`): the same lemmas, its
+  lookups no longer scan lists of up to 57,528 words; not part of the fingerprint.
 - Emoji sequences (ZWJ sequences such as 👨‍👩‍👧, skin tones, ❤️) are one word each
   (:mod:`prior.pipeline.parsers.emoji`, first in the pipeline; part of the fingerprint).
 - Texts are parsed after :func:`prior.featurestore.keys.normalize_text` (NFC, whitespace collapsed,
@@ -50,6 +52,7 @@ from prior.pipeline.parsers.base import Parse
 from prior.pipeline.parsers.emoji import COMPONENT as EMOJI_COMPONENT
 from prior.pipeline.parsers.emoji import add_emoji_component
 from prior.pipeline.parsers.spacy_kernels import single_threaded_blas, use_numpy_matmul
+from prior.pipeline.parsers.spacy_lemmas import index_as_sets
 from prior.pipeline.parsers.spacy_models import find_spacy_model, import_spacy, installed_model_dir
 
 _EXCLUDED_FILES = {"meta.json", "README.md", "LICENSE", "LICENSES_SOURCES", "accuracy.json", "config.cfg"}
@@ -139,6 +142,7 @@ class SpacyAnnotator:
             raise ResourceError(f"cannot load spaCy model {self.package!r}: {exc}") from exc
         add_emoji_component(self.nlp)
         use_numpy_matmul(self.nlp)
+        index_as_sets(self.nlp)
         self.batch_size = batch_size
         self.model_id = model_identity(self.nlp.meta)
         if self.nlp.path is None:
