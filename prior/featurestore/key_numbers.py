@@ -94,16 +94,24 @@ def frame_key_numbers(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFra
     return frame.with_columns(converted)
 
 
+def key_halves(numbers: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The high and low 64 bits of keys held as numbers, as two uint64 arrays."""
+    if numbers.dtype != KEY_NUMBER:
+        raise TypeError(f"keys held as numbers ({KEY_NUMBER}) expected, not {numbers.dtype}")
+    frame = numbers.rename("k").to_frame().select(
+        hi=(pl.col("k") // pl.lit(1 << 64).cast(KEY_NUMBER)).cast(pl.UInt64),
+        lo=pl.col("k").cast(pl.UInt64, wrap_numerical=True))
+    return frame["hi"].to_numpy(), frame["lo"].to_numpy()
+
+
 def key_text_bytes(numbers: pl.Series) -> np.ndarray:
     """The keys' texts as an ``(n, 32)`` array of ASCII codes (for digests over many keys
     without a Python string per key)."""
-    shift = pl.lit(1 << 64).cast(KEY_NUMBER)
-    frame = numbers.rename("k").to_frame().select(
-        hi=(pl.col("k") // shift).cast(pl.UInt64), lo=pl.col("k").cast(pl.UInt64, wrap_numerical=True))
-    words = np.empty((frame.height, 2), dtype=">u8")
-    words[:, 0], words[:, 1] = frame["hi"].to_numpy(), frame["lo"].to_numpy()
-    raw = words.view(np.uint8).reshape(frame.height, 16)
-    out = np.empty((frame.height, KEY_DIGITS), dtype=np.uint8)
+    hi, lo = key_halves(numbers)
+    words = np.empty((len(hi), 2), dtype=">u8")
+    words[:, 0], words[:, 1] = hi, lo
+    raw = words.view(np.uint8).reshape(len(hi), 16)
+    out = np.empty((len(hi), KEY_DIGITS), dtype=np.uint8)
     out[:, 0::2], out[:, 1::2] = _HEX[raw >> 4], _HEX[raw & 15]
     return out
 
@@ -116,4 +124,5 @@ def key_texts(numbers: pl.Series) -> pl.Series:
     return pl.Series(numbers.name, [row.tobytes().decode("ascii") for row in text], dtype=pl.String)
 
 
-__all__ = ["KEY_DIGITS", "KEY_NUMBER", "KeyTextError", "frame_key_numbers", "key_numbers", "key_text_bytes", "key_texts"]
+__all__ = ["KEY_DIGITS", "KEY_NUMBER", "KeyTextError", "frame_key_numbers", "key_halves", "key_numbers", "key_text_bytes",
+           "key_texts"]

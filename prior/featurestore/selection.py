@@ -195,11 +195,22 @@ class Coverage:
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
         """(items of the split the entry lacks, items the split needs of it)."""
-        have = self.held(entry)[1].select("key")
+        have = self.held(entry)[1]["key"]
         need = self._needed(dataset, split, entry.scope, entry.parse)
+        if self.numbers:  # a binary search (`KeyIndex`): half the anti-join's transient memory
+            from prior.featurestore.key_index import KeyIndex
+
+            return int((KeyIndex(have).find(need) < 0).sum()), need.len()
         # an anti-join: 2.4x faster than `is_in` on 500k keys alone (both sides hashed in parallel)
-        lacking = need.to_frame("key").join(have, on="key", how="anti").height
+        lacking = need.to_frame("key").join(have.to_frame("key"), on="key", how="anti").height
         return lacking, need.len()
+
+    def forget_split(self, dataset: str, split: str) -> None:
+        """Let go of the split's rows and the keys `missing` compared them by (a reader that has
+        taken what it needs of them: their memory goes with the last reference)."""
+        self._rows.pop((dataset, split), None)
+        for key in [k for k in self._need if k[:2] == (dataset, split)]:
+            del self._need[key]
 
     def covered_splits(self, entry: EntryInfo) -> list[str]:
         """``dataset/split`` names of every split in the store the entry holds completely."""

@@ -33,6 +33,7 @@ import polars as pl
 from prior.errors import DataError
 from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.catalog import Segment
+from prior.featurestore.key_index import KeyIndex
 from prior.featurestore.key_numbers import KEY_DIGITS, key_text_bytes, key_texts
 from prior.featurestore.recipe import FeatureRecipe, render
 from prior.featurestore.segment_files import key_items
@@ -112,16 +113,18 @@ def _labels(raw: pl.Series, kind: str, names: tuple[str, ...], dataset: str, spl
 
 def locate(segments: list[Segment], held: pl.DataFrame, keys: pl.Series) -> tuple[Locator, int]:
     """Where each of ``keys`` lies in ``segments``, whose keys ``held`` lists with their places
-    (`prior.featurestore.segment_files.key_items`; the first copy in catalog order), and how
-    many keys none of them holds."""
-    # a filter, not `unique(keep="first")`: the same rows at an eighth of the transient memory
-    # (500k keys: +14 against +108 MiB)
-    held = held.filter(pl.col("key").is_first_distinct())
-    found = keys.to_frame("key").join(held, on="key", how="left", maintain_order="left")
-    missing = int(found["seg"].null_count())
-    seg = found["seg"].fill_null(-1).to_numpy().astype(np.int32)
-    item = found["item"].fill_null(-1).to_numpy().astype(np.int32)
-    return Locator(tuple(segments), seg, item), missing
+    (`prior.featurestore.segment_files.key_items`, keys as numbers; the first copy in catalog
+    order), and how many keys none of them holds. Found by binary search
+    (`prior.featurestore.key_index`), not a join: half the transient memory at 500k keys."""
+    found = KeyIndex(held["key"]).find(keys)
+    lacking = found < 0
+    taken = np.where(lacking, 0, found)
+    seg = np.full(len(found), -1, dtype=np.int32)
+    item = np.full(len(found), -1, dtype=np.int32)
+    if held.height:
+        seg = np.where(lacking, -1, held["seg"].to_numpy()[taken]).astype(np.int32)
+        item = np.where(lacking, -1, held["item"].to_numpy()[taken]).astype(np.int32)
+    return Locator(tuple(segments), seg, item), int(lacking.sum())
 
 
 def pairs_digest(pair_keys: pl.Series) -> str:
@@ -173,23 +176,25 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     kind, names = split_labels(store, dataset, split)
     labels = _labels(rows["label"], kind, names, dataset, split)
     sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True)
-    number = sentences.to_frame("key").with_row_index("i", offset=0)
-    sent_a = rows.select("key_a").join(number, left_on="key_a", right_on="key", how="left",
-                                       maintain_order="left")["i"].to_numpy().astype(np.int32)
-    sent_b = rows.select("key_b").join(number, left_on="key_b", right_on="key", how="left",
-                                       maintain_order="left")["i"].to_numpy().astype(np.int32)
+    numbers = KeyIndex(sentences)  # a sentence's number is its place in `sentences`
+    sent_a = numbers.find(rows["key_a"]).astype(np.int32)
+    sent_b = numbers.find(rows["key_b"]).astype(np.int32)
+    del numbers
+    pair_keys, pairs = rows["pair_key"], rows.height
+    # what is left of the split's rows is their pair keys: the rest goes before the entries are read
+    del rows, served
+    coverage.forget_split(dataset, split)
     words = _words(store, dataset, split, parse, sentences, feature)
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
     for info in plan.entries if plan else ():
-        keys = rows["pair_key"] if info.scope == "pair" else sentences
-        loc, missing = locate(*coverage.take_held(info), keys)
+        loc, missing = locate(*coverage.take_held(info), pair_keys if info.scope == "pair" else sentences)
         if missing:  # the selection checked coverage: only a concurrent gc gets here
             raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
                                       "while being read; read again")
         (pair_locs if info.scope == "pair" else sentence_locs)[info.key] = loc
-    fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": rows.height,
-                   "pairs_digest": pairs_digest(rows["pair_key"]), "parse": parse,
+    fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": pairs,
+                   "pairs_digest": pairs_digest(pair_keys), "parse": parse,
                    "parser": store.parse_ids().get(parse) if parse else None,
                    "entries": dict(plan.fingerprint) if plan else {},
                    "view": plan.read if plan and plan.read != feature else None}

@@ -1,0 +1,65 @@
+"""Keys held as numbers, sorted once and looked up many at a time.
+
+A split's index finds each of its pairs' and sentences' keys among the keys an entry holds
+(`prior.trainers.split_index.locate`), and a selection counts the keys of a split an entry
+lacks (`prior.featurestore.selection.Coverage.missing`). A Polars join or anti-join does either
+by hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
+themselves, and that memory grows with the split (bench/RESULTS.md, "The split's index in less
+memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and finds the wanted ones
+by binary search: 24 bytes per held key while it lives and 16 bytes per wanted key besides the
+answer, nothing hashed.
+
+Equal keys keep their first position (the first copy in catalog order, as a selection reads
+them). The keys are blake2b digests, so two different keys with the same high half do not occur
+in practice; where they do (a crafted store), the index sorts by both halves instead, and the
+answers are the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from prior.featurestore.key_numbers import key_halves
+
+
+class KeyIndex:
+    """The distinct keys of a ``UInt128`` Series, sorted, each with its first position in it."""
+
+    def __init__(self, keys: pl.Series) -> None:
+        hi, lo = key_halves(keys)
+        order = np.argsort(hi, kind="stable")
+        sorted_hi, sorted_lo = hi[order], lo[order]
+        same_hi = sorted_hi[1:] == sorted_hi[:-1]
+        if bool((same_hi & (sorted_lo[1:] != sorted_lo[:-1])).any()):  # two keys share a high half
+            order = np.lexsort((lo, hi))  # stable too
+            sorted_hi, sorted_lo = hi[order], lo[order]
+            same_hi = sorted_hi[1:] == sorted_hi[:-1]
+        del hi, lo
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = ~(same_hi & (sorted_lo[1:] == sorted_lo[:-1]))  # of equal keys, the first
+        self.hi, self.lo, self.position = sorted_hi[first], sorted_lo[first], order[first]
+
+    def __len__(self) -> int:
+        return len(self.hi)
+
+    def find(self, keys: pl.Series) -> np.ndarray:
+        """For each of ``keys``, the first position of the same key in the keys the index was
+        made of; -1 for a key it does not hold (int64, one per key)."""
+        hi, lo = key_halves(keys)
+        if not len(self.hi):
+            return np.full(len(hi), -1, dtype=np.int64)
+        at = np.searchsorted(self.hi, hi)
+        at[at == len(self.hi)] = 0
+        found = (self.hi[at] == hi) & (self.lo[at] == lo)
+        # keys whose high half the index holds more than once (crafted stores only): the low half
+        # decides among those
+        for i in np.flatnonzero(~found & (self.hi[at] == hi)):
+            start, stop = np.searchsorted(self.hi, hi[i], "left"), np.searchsorted(self.hi, hi[i], "right")
+            j = start + int(np.searchsorted(self.lo[start:stop], lo[i]))
+            if j < stop and self.lo[j] == lo[i]:
+                at[i], found[i] = j, True
+        return np.where(found, self.position[at], -1)
+
+
+__all__ = ["KeyIndex"]

@@ -1,0 +1,56 @@
+"""`KeyIndex`: keys held as numbers found by binary search, the first position of equal keys,
+-1 for a key it does not hold, and the same answers where two keys share their high half."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from prior.featurestore.key_index import KeyIndex
+from prior.featurestore.key_numbers import KEY_NUMBER, key_halves
+
+
+def _keys(values: list[int]) -> pl.Series:
+    return pl.Series("key", values, dtype=KEY_NUMBER)
+
+
+def _first_positions(held: list[int], wanted: list[int]) -> list[int]:
+    """The reference: a Polars join on the first copy of each held key."""
+    frame = pl.DataFrame({"key": _keys(held), "at": np.arange(len(held))}).filter(pl.col("key").is_first_distinct())
+    found = _keys(wanted).to_frame().join(frame, on="key", how="left", maintain_order="left")
+    return found["at"].fill_null(-1).to_list()
+
+
+def test_key_halves_are_the_high_and_low_64_bits() -> None:
+    value = (0xFEDCBA9876543210 << 64) | 0x0123456789ABCDEF
+    hi, lo = key_halves(_keys([value, 5]))
+    assert hi.dtype == np.uint64 and hi.tolist() == [0xFEDCBA9876543210, 0] and lo.tolist() == [0x0123456789ABCDEF, 5]
+    with pytest.raises(TypeError, match="held as numbers"):
+        key_halves(pl.Series(["ab"]))
+
+
+def test_the_first_position_of_each_key_and_minus_one_for_the_others() -> None:
+    rng = np.random.default_rng(7)
+    distinct = [int(h) << 64 | int(lo) for h, lo in rng.integers(0, 2**63, size=(500, 2), dtype=np.uint64)]
+    held = [distinct[i] for i in rng.integers(0, 400, size=1200)]  # duplicates, in no order
+    wanted = [distinct[i] for i in rng.integers(0, 500, size=900)]  # some never held
+    found = KeyIndex(_keys(held)).find(_keys(wanted))
+    assert found.dtype == np.int64
+    assert found.tolist() == _first_positions(held, wanted)
+    assert (found == -1).any() and (found >= 0).any()
+
+
+def test_keys_that_share_their_high_half_are_told_apart_by_the_low_one() -> None:
+    # a crafted store: distinct keys with one high half, and duplicates among them
+    held = [(1 << 64) | 9, (1 << 64) | 3, (2 << 64) | 3, (1 << 64) | 9, (1 << 64) | 5, 7]
+    wanted = [(1 << 64) | 5, (1 << 64) | 9, (1 << 64) | 4, (2 << 64) | 3, 7, (1 << 64) | 3, (3 << 64)]
+    index = KeyIndex(_keys(held))
+    assert len(index) == 5
+    assert index.find(_keys(wanted)).tolist() == [4, 0, -1, 2, 5, 1, -1] == _first_positions(held, wanted)
+
+
+def test_an_empty_index_holds_nothing() -> None:
+    index = KeyIndex(_keys([]))
+    assert len(index) == 0 and index.find(_keys([1, 2])).tolist() == [-1, -1]
+    assert KeyIndex(_keys([3])).find(_keys([])).tolist() == []
