@@ -6,8 +6,8 @@ lacks (`prior.featurestore.selection.Coverage.missing`). A Polars join or anti-j
 by hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
 themselves, and that memory grows with the split (bench/RESULTS.md, "The split's index in less
 memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and finds the wanted ones
-by binary search: 24 bytes per held key while it lives and 16 bytes per wanted key besides the
-answer, nothing hashed.
+by binary search: 24 bytes per held key while it lives and about as much per wanted key while
+it looks them up, nothing hashed.
 
 Equal keys keep their first position (the first copy in catalog order, as a selection reads
 them). The keys are blake2b digests, so two different keys with the same high half do not occur
