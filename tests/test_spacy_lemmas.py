@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prior.pipeline.parsers import spacy_backend
-from prior.pipeline.parsers.spacy_backend import SpacyAnnotator
+from prior.pipeline.parsers.spacy_backend import SpacyAnnotator, shared_annotator
 from prior.pipeline.parsers.spacy_lemmas import INDEX_TABLE, index_as_sets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ def annotators() -> tuple[SpacyAnnotator, SpacyAnnotator]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(spacy_backend, "index_as_sets", lambda nlp: 0)
         lists = SpacyAnnotator(sentences="senter")
-    return lists, SpacyAnnotator(sentences="senter")
+    return lists, shared_annotator(sentences="senter")
 
 
 def test_the_index_holds_the_same_words_as_sets(annotators: tuple[SpacyAnnotator, SpacyAnnotator]) -> None:
