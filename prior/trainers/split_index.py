@@ -117,14 +117,11 @@ def locate(segments: list[Segment], held: pl.DataFrame, keys: pl.Series) -> tupl
     order), and how many keys none of them holds. Found by binary search
     (`prior.featurestore.key_index`), not a join: half the transient memory at 500k keys."""
     found = KeyIndex(held["key"]).find(keys)
-    lacking = found < 0
-    taken = np.where(lacking, 0, found)
-    seg = np.full(len(found), -1, dtype=np.int32)
-    item = np.full(len(found), -1, dtype=np.int32)
-    if held.height:
-        seg = np.where(lacking, -1, held["seg"].to_numpy()[taken]).astype(np.int32)
-        item = np.where(lacking, -1, held["item"].to_numpy()[taken]).astype(np.int32)
-    return Locator(tuple(segments), seg, item), int(lacking.sum())
+    held_at = found >= 0
+    seg, item = np.full(len(found), -1, dtype=np.int32), np.full(len(found), -1, dtype=np.int32)
+    seg[held_at] = held["seg"].to_numpy()[found[held_at]]
+    item[held_at] = held["item"].to_numpy()[found[held_at]]
+    return Locator(tuple(segments), seg, item), int(len(found) - held_at.sum())
 
 
 def pairs_digest(pair_keys: pl.Series) -> str:

@@ -155,8 +155,9 @@ class RowInt8LSTM(nn.Module):
 
 
 class RowInt8Biaffine(FastBiaffine):
-    """``biaffine-int8``'s model: a copy of a CPU `FastBiaffine` with :class:`RowInt8LSTM` for its BiLSTM and :class:`RowInt8Linear` for its
-    four MLPs' linear layers; predicts on one thread (:class:`RowInt8LSTM` says why)."""
+    """``biaffine-int8``'s model: a copy of a CPU `FastBiaffine` with :class:`RowInt8LSTM` for its
+    BiLSTM and :class:`RowInt8Linear` for its four MLPs' linear layers; predicts on one thread
+    (:class:`RowInt8LSTM` says why)."""
 
     def __init__(self, fast: FastBiaffine) -> None:
         nn.Module.__init__(self)  # not FastBiaffine's: ``fast`` is already the fast copy of supar's model
