@@ -3,7 +3,7 @@
     python bench/loader.py run --store STORE                         # one epoch, DAFA's dep, 2 workers
     python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
     python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
-    python bench/loader.py make STORE --pairs 500000 --sentences 63000   # a store without parsing (synthetic)
+    python bench/loader.py make STORE --pairs 500000 --sentences 63000 [--ids]  # a store without parsing (synthetic)
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
@@ -213,7 +213,7 @@ def make(args: argparse.Namespace) -> None:
 
     t0 = time.perf_counter()
     make_store(args.path, args.pairs, args.sentences, partition=args.partition,
-               features=tuple(args.features.split(",")))
+               features=tuple(args.features.split(",")), ids=args.ids)
     print(f"{args.path}: {args.pairs} pairs in {time.perf_counter() - t0:.1f} s")
 
 
@@ -292,6 +292,7 @@ def main() -> None:
     k.add_argument("--sentences", type=int, default=63_000)
     k.add_argument("--partition", type=int, default=2000)
     k.add_argument("--features", default="dep")
+    k.add_argument("--ids", action="store_true", help="Pair ids shaped like SNLI's pairID (default: null).")
     i = sub.add_parser("index-memory")
     i.add_argument("--store", required=True)
     i.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")

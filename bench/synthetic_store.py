@@ -10,7 +10,8 @@ own sentences and parse segments, and per partition one segment of each feature 
 ``-mini`` backbone's vocabulary; pair i is (sentence i mod N, a hashed other sentence), so each
 sentence appears in about 2·pairs/N pairs, as in `bench/scale.py`'s table. Values are random
 (seeded): the store is for reading costs, not for training results. ``--splits`` adds small
-``dev``/``test`` splits.
+``dev``/``test`` splits. A pair's ``id`` is null, or with ``--ids`` shaped like SNLI's pairID
+(``4705552913.jpg#2r1n``, 19 characters): what the dataset's own ids cost a reader.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def _other(seed: int, i: int, n: int) -> int:
 
 
 def make_store(path: str, pairs: int, sentences: int, *, partition: int = 2000, seed: int = 0,
-               features: tuple[str, ...] = ("dep",), splits: tuple[tuple[str, int], ...] = ()) -> None:
+               features: tuple[str, ...] = ("dep",), splits: tuple[tuple[str, int], ...] = (),
+               ids: bool = False) -> None:
     """Write the store (module docstring)."""
     from prior.featurestore import keys as K
     from prior.featurestore import open_store
@@ -88,9 +90,11 @@ def make_store(path: str, pairs: int, sentences: int, *, partition: int = 2000, 
                                         [{"sdoi": np.tril(np.ones((len(texts[s]),) * 2, np.uint8))} for s in new])
             pkeys = [K.pair_key(skeys[x], skeys[y]) for x, y in zip(a, b)]
             labels = [LABELS[int(v)] for v in rng.integers(0, 3, len(idx))]
+            pair_ids = ([f"{int(i) * 7 + 1000000000}.jpg#{int(i) % 5}r1{label[0]}" for i, label in zip(idx, labels)]
+                        if ids else [None] * len(idx))
             store.write_pairs(DATASET, split, pa.table({
                 "row": pa.array(idx + 2, pa.int64()), "pair_key": pkeys, "key_a": [skeys[x] for x in a],
-                "key_b": [skeys[y] for y in b], "label": labels, "id": pa.array([None] * len(idx), pa.string())}),
+                "key_b": [skeys[y] for y in b], "label": labels, "id": pa.array(pair_ids, pa.string())}),
                 source_sha256=hashlib.sha256(f"{seed}{split}".encode()).hexdigest(),
                 meta={"label_kind": "class", "labels": list(LABELS)})
             shapes = [(len(texts[x]), len(texts[y])) for x, y in zip(a, b)]
@@ -111,11 +115,12 @@ def main() -> None:
     ap.add_argument("--features", default="dep")
     ap.add_argument("--splits", default="", help="e.g. dev:500,test:500")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ids", action="store_true", help="Pair ids shaped like SNLI's pairID (default: null).")
     args = ap.parse_args()
     extra = tuple((s.split(":")[0], int(s.split(":")[1])) for s in args.splits.split(",") if s)
     t0 = time.perf_counter()
     make_store(args.store, args.pairs, args.sentences, partition=args.partition, seed=args.seed,
-               features=tuple(args.features.split(",")), splits=extra)
+               features=tuple(args.features.split(",")), splits=extra, ids=args.ids)
     print(f"{args.store}: {args.pairs} pairs in {time.perf_counter() - t0:.1f} s")
 
 

@@ -28,9 +28,17 @@ def bench(*args: object, timeout: int = 600) -> str:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("bench") / "store"
-    out = bench("bench/loader.py", "make", path, "--pairs", 300, "--sentences", 200, "--partition", 100)
+    out = bench("bench/loader.py", "make", path, "--pairs", 300, "--sentences", 200, "--partition", 100, "--ids")
     assert "300 pairs" in out
     return path
+
+
+def test_bench_loader_make_writes_snli_shaped_ids(store: Path) -> None:
+    from prior.featurestore import open_store
+
+    ids = open_store(store, create=False).pair_rows("synth", "train")["id"]
+    assert ids.null_count() == 0 and ids.n_unique() == 300
+    assert ids.str.contains(r"^\d{10}\.jpg#[0-4]r1[enc]$").all()
 
 
 def test_bench_loader_make_refuses_a_store_that_exists(store: Path) -> None:

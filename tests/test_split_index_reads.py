@@ -54,6 +54,30 @@ def test_index_reads_each_segment_file_once(location: Path, monkeypatch: pytest.
     assert len(index) == 120 and set(index.pair_locs) and set(index.sentence_locs)
 
 
+def test_index_leaves_the_pairs_ids_unread(location: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[tuple[str, ...] | None] = []
+    frame = segment_files.read_frame
+
+    def recorded(fs: Any, segment: Any, inner: str, columns: Any = None) -> Any:
+        if inner == "pairs.parquet":
+            read.append(None if columns is None else tuple(columns))
+        return frame(fs, segment, inner, columns)
+
+    monkeypatch.setattr(segment_files, "read_frame", recorded)
+    index_split(open_store(location, create=False), "many", "train", feature="dep")
+    assert len(read) == 24 and set(read) == {("row", "pair_key", "key_a", "key_b", "label")}
+
+
+def test_pair_rows_of_some_columns_are_the_whole_rows_columns(location: Path) -> None:
+    store = open_store(location, create=False)
+    whole = store.pair_rows("many", "train", numbers=True)
+    assert "id" in whole.columns
+    some = store.pair_rows("many", "train", numbers=True, columns=("row", "key_b", "label"))
+    assert some.equals(whole.select("row", "key_b", "label"))
+    with pytest.raises(ValueError, match="'row'"):
+        store.pair_rows("many", "train", columns=("key_a",))
+
+
 def test_many_files_read_by_threads_in_order(location: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(location, create=False)
     segs = store.split_segments("many", "train")

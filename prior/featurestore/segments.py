@@ -261,13 +261,18 @@ class SegmentStore:
         current = source_of(segs[-1])
         return [s for s in segs if source_of(s) == current]
 
-    def pair_rows(self, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
+    def pair_rows(self, dataset: str, split: str, *, numbers: bool = False,
+                  columns: Sequence[str] | None = None) -> pl.DataFrame:
         """The split's rows (row, pair_key, key_a, key_b, label, id), current source only;
-        ``numbers``: the three keys as numbers (`prior.featurestore.key_numbers`)."""
+        ``numbers``: the three keys as numbers (`prior.featurestore.key_numbers`); ``columns``:
+        only these (``row`` among them: the rows' order), the others never read."""
         segs = self.split_segments(dataset, split)
         if not segs:
             raise NotFoundError(self.missing_split(dataset, split))
-        frames = read_frames(self.fs, segs, "pairs.parquet", numbers=PAIR_KEY_COLUMNS if numbers else ())
+        if columns is not None and "row" not in columns:
+            raise ValueError(f"pair_rows reads 'row' with any columns, got {list(columns)}")
+        frames = read_frames(self.fs, segs, "pairs.parquet", columns,
+                             numbers=[c for c in PAIR_KEY_COLUMNS if columns is None or c in columns] if numbers else ())
         df = pl.concat(frames, how="vertical_relaxed")
         if df.height > 1 and not bool((df["row"].diff().drop_nulls() > 0).all()):  # else sorted, distinct
             df = df.filter(pl.col("row").is_first_distinct()).sort("row")

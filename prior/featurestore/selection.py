@@ -140,10 +140,12 @@ class Coverage:
     split's rows are checked against its manifest (`prior.featurestore.splits`); what an entry
     needs of them leaves out the pairs its parse's build skipped. ``numbers``: the rows' and
     the entries' keys are held as numbers (`prior.featurestore.key_numbers`), a third of their
-    text's memory: what a split's index reads."""
+    text's memory: what a split's index reads. ``columns``: the rows' columns read (default all;
+    ``row`` and the three keys among them); a reader that never looks at the pairs' ids leaves
+    them unread."""
 
-    def __init__(self, store: SegmentStore, *, numbers: bool = False) -> None:
-        self.store, self.numbers = store, numbers
+    def __init__(self, store: SegmentStore, *, numbers: bool = False, columns: Sequence[str] | None = None) -> None:
+        self.store, self.numbers, self.columns = store, numbers, columns
         self._held: dict[str, tuple[list[Segment], pl.DataFrame]] = {}
         self._need: dict[tuple[str, str, str, str | None], pl.Series] = {}
         self._rows: dict[tuple[str, str], pl.DataFrame] = {}
@@ -153,7 +155,8 @@ class Coverage:
         """The split's pair rows, checked against its manifest (`splits.checked_rows`), read once
         per selection."""
         if (dataset, split) not in self._rows:
-            self._rows[dataset, split] = checked_rows(self.store, dataset, split, numbers=self.numbers)
+            self._rows[dataset, split] = checked_rows(self.store, dataset, split, numbers=self.numbers,
+                                                      columns=self.columns)
         return self._rows[dataset, split]
 
     def served(self, dataset: str, split: str, parse: str | None) -> SplitRows:

@@ -231,8 +231,10 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
             f"sha256 {shape.lost[-1].source[:12]}, than those the split holds now)")
 
 
-def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers), checked
+def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False,
+                 columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers; ``columns``:
+    only these), checked
     against its manifest and against the later records of its builds: `ShortSplitError` when
     some are missing. A split found short is looked at once more in a fresh listing of the
     catalog (one listed while others committed may miss a record that another one it saw was
@@ -244,7 +246,7 @@ def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool
         lost = lost_pairs(store.segments(), dataset, split)
         if not segments and not lost:
             return store.pair_rows(dataset, split)  # NotFoundError: the store has no such split
-        rows = store.pair_rows(dataset, split, numbers=numbers) if segments else None
+        rows = store.pair_rows(dataset, split, numbers=numbers, columns=columns) if segments else None
         shape = split_shape(segments, 0 if rows is None else rows.height, lost)
         if rows is not None and not shape.short:
             return rows

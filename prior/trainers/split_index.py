@@ -3,7 +3,7 @@ pair's data lies in the store.
 
 :func:`index_split` reads the split's rows through the store's split-row read
 (`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
-sentence of the parse read left out and counted, a warning saying so), selects the feature's
+sentence of the parse read left out and counted, a warning saying so; the pairs' ids unread), selects the feature's
 entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
 that hold it by reading their key columns only. The selection's reads (the rows, each entry's
 keys: `Coverage`) are the index's, so each segment file is read once; every key is held as the
@@ -42,6 +42,10 @@ from prior.layouts.views import resolve_view
 from prior.trainers.features import FeaturePlan, MissingFeatureError, plan_feature
 
 log = logging.getLogger(__name__)
+
+# the split's columns the index reads: not the pairs' ids (a dataset's own, up to tens of bytes a
+# pair), which a trainer never looks at
+ROW_COLUMNS = ("row", "pair_key", "key_a", "key_b", "label")
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     else of ``parser``'s parse (default: the default parser's). ``limit``: the first pairs only."""
     plan = None
     # the split's rows and the entries' keys, read once for all below, keys as numbers
-    coverage = Coverage(store, numbers=True)
+    coverage = Coverage(store, numbers=True, columns=ROW_COLUMNS)
     if feature is not None:
         plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries,
                             coverage=coverage)
