@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from prior.featurestore.key_index import KeyIndex
+from prior.featurestore.key_index import KeyIndex, distinct_keys
 from prior.featurestore.key_numbers import KEY_NUMBER, key_halves
 
 
@@ -54,3 +54,17 @@ def test_an_empty_index_holds_nothing() -> None:
     index = KeyIndex(_keys([]))
     assert len(index) == 0 and index.find(_keys([1, 2])).tolist() == [-1, -1]
     assert KeyIndex(_keys([3])).find(_keys([])).tolist() == []
+
+
+def test_distinct_keys_in_the_order_they_first_appear_in_the_columns_joined() -> None:
+    rng = np.random.default_rng(3)
+    values = [int(h) << 64 | int(lo) for h, lo in rng.integers(0, 2**63, size=(300, 2), dtype=np.uint64)]
+    a = _keys([values[i] for i in rng.integers(0, 200, size=700)])
+    b = _keys([values[i] for i in rng.integers(100, 300, size=700)])  # half of them also in a
+    joined = pl.concat([a, b]).unique(maintain_order=True)
+    assert distinct_keys(a, b).to_list() == joined.to_list()
+    assert distinct_keys(b, a).to_list() == pl.concat([b, a]).unique(maintain_order=True).to_list()
+    assert distinct_keys(a).to_list() == a.unique(maintain_order=True).to_list()
+    assert distinct_keys(a.head(0), b.head(0)).len() == 0
+    with pytest.raises(ValueError, match="at least one"):
+        distinct_keys()

@@ -189,11 +189,11 @@ class Coverage:
     def _needed(self, dataset: str, split: str, scope: str, parse: str | None) -> pl.Series:
         key = (dataset, split, scope, parse)
         if key not in self._need:
-            import polars as pl
+            from prior.featurestore.key_index import distinct_keys
 
             rows, _ = leave_out_skipped(self.rows(dataset, split), self.skipped(parse))
-            keys = rows["pair_key"] if scope == "pair" else pl.concat([rows["key_a"], rows["key_b"]])
-            self._need[key] = keys.unique()  # in no particular order
+            columns = [rows["pair_key"]] if scope == "pair" else [rows["key_a"], rows["key_b"]]
+            self._need[key] = distinct_keys(*columns)
         return self._need[key]
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:

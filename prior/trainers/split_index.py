@@ -33,7 +33,7 @@ import polars as pl
 from prior.errors import DataError
 from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.catalog import Segment
-from prior.featurestore.key_index import KeyIndex
+from prior.featurestore.key_index import KeyIndex, distinct_keys
 from prior.featurestore.key_numbers import KEY_DIGITS, key_text_bytes, key_texts
 from prior.featurestore.recipe import FeatureRecipe, render
 from prior.featurestore.segment_files import key_items
@@ -162,7 +162,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
         resolve_view(None, view)  # a view given to a model that reads no feature: its one line
         every = coverage.rows(dataset, split)
         try:
-            texts = key_texts(pl.concat([every["key_a"], every["key_b"]]).unique()).to_list()
+            texts = key_texts(distinct_keys(every["key_a"], every["key_b"])).to_list()
             parse = select_parse(store, texts, parse=parse, parser=parser, dataset=dataset, split=split)
         except ParseSelectionError as exc:
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
@@ -176,7 +176,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
         raise DataError(f"{store.location}: {dataset}/{split} has no pairs" + (f" ({served.note})" if served.note else ""))
     kind, names = split_labels(store, dataset, split)
     labels = _labels(rows["label"], kind, names, dataset, split)
-    sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True)
+    sentences = distinct_keys(rows["key_a"], rows["key_b"])
     numbers = KeyIndex(sentences)  # a sentence's number is its place in `sentences`
     sent_a = numbers.find(rows["key_a"]).astype(np.int32)
     sent_b = numbers.find(rows["key_b"]).astype(np.int32)
