@@ -5,6 +5,7 @@ rebuild, bytes on disk per pair per feature.
     PRIOR_DATA_DIR=../shared/data python bench/build.py                # SNLI 2,000 + all SICK, 1 and 2 workers
     python bench/build.py --parsers biaffine --datasets sick --warm    # + warm-cluster runs
     python bench/build.py --datasets mrpc --pairs 500 --workers 2      # quicker look
+    python bench/build.py --datasets sick --workers 2 -o wup.name_entities=   # with a feature option
 
 SNLI: the first ``pairs/2`` pairs of the dev and test copies in ../shared/data (2,000 pairs by
 default); MRPC: the first ``pairs`` pairs of train; SICK: all 9,927 pairs (start-up costs
@@ -39,6 +40,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -59,12 +61,14 @@ def stage_rates(report: object) -> tuple[dict, float]:
 
 
 def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
-              parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto") -> dict:
+              parser: str, store: Path, scheduler: str | None = None, parse_device: str = "auto",
+              options: dict[str, dict[str, Any]] | None = None) -> dict:
     from prior.pipeline.build import build
     from prior.pipeline.build_options import BuildOptions, RunOptions
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    report = build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit),
+    report = build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit,
+                                feature_options=options or {}),
                    RunOptions(store=str(store), workers=workers, scheduler=scheduler, progress=False,
                               parse_device=parse_device))
     wall, driver_cpu = time.perf_counter() - t0, time.process_time() - cpu0
@@ -80,7 +84,7 @@ def run_build(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
 
 
 def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | None, features: tuple[str, ...], parser: str,
-                         store: Path, repeats: int = 3) -> dict:
+                         store: Path, repeats: int = 3, option: tuple[str, ...] = ()) -> dict:
     """Wall time of rerunning the same build through the CLI (what a user waits for); the
     default parser is left to the CLI's default, as a user types it."""
     from prior.pipeline.build_options import DEFAULT_PARSER
@@ -88,23 +92,26 @@ def noop_rebuild_seconds(dataset: str, splits: tuple[str, ...], limit: int | Non
     cmd = [sys.executable, "-m", "prior.cli.main", "build", "--dataset", dataset, "--split", ",".join(splits),
            "--features", ",".join(features), "--store", str(store),
            *(["--parser", parser] if parser != DEFAULT_PARSER else []),
-           *(["--limit", str(limit)] if limit is not None else [])]
+           *(["--limit", str(limit)] if limit is not None else []), *(a for o in option for a in ("-o", o))]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PRIOR_NO_PROGRESS="1"))
         times.append(time.perf_counter() - t0)
+    from prior.cli.key_value import parse_feature_options
     from prior.pipeline.build import build
     from prior.pipeline.build_options import BuildOptions, RunOptions
 
     t0 = time.perf_counter()
-    build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit),
+    build(BuildOptions(dataset=dataset, splits=splits, features=features, parser=parser, limit=limit,
+                       feature_options=parse_feature_options(option)),
           RunOptions(store=str(store), workers=2, progress=False))
     return {"cli_median_s": round(statistics.median(times), 2), "in_process_s": round(time.perf_counter() - t0, 2)}
 
 
 def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers: int, features: tuple[str, ...],
-              parser: str, root: Path, parse_device: str = "auto") -> dict:
+              parser: str, root: Path, parse_device: str = "auto",
+              options: dict[str, dict[str, Any]] | None = None) -> dict:
     """The same build on a cluster that already runs (``prior build --scheduler``), as for a
     user who keeps a cluster up between builds: workers started, and their models loaded by an
     earlier build of other data (100 MRPC pairs; SICK pairs when measuring MRPC). Measures the
@@ -118,9 +125,9 @@ def warm_runs(dataset: str, splits: tuple[str, ...], limit: int | None, workers:
         address = runner.address
         other, other_splits = ("mrpc", ("train",)) if dataset != "mrpc" else ("sick", ("trial",))
         run_build(other, other_splits, 100, workers, features, parser, root / f"warmup-{workers}",
-                  scheduler=address, parse_device=parse_device)
+                  scheduler=address, parse_device=parse_device, options=options)
         return run_build(dataset, splits, limit, workers, features, parser, root / f"{dataset}-{workers}-warm",
-                         scheduler=address, parse_device=parse_device)
+                         scheduler=address, parse_device=parse_device, options=options)
 
 
 def median_run(repeat: int, run: Callable[[int], dict]) -> dict:
@@ -153,12 +160,14 @@ def bytes_per_pair(store_dir: Path, pairs: int) -> dict:
     return {e["feature"]: round(e["bytes"] / pairs, 1) for e in info.entries}
 
 
-def store_write_rate(store_dir: Path, feature: str) -> dict:
-    """Re-write one entry's items into a fresh store in one segment: pure store-write speed."""
+def store_write_rate(store_dir: Path, feature: str, params: dict[str, Any] | None = None) -> dict:
+    """Re-write one entry's items (the feature's entry with ``params``, the build's options)
+    into a fresh store in one segment: pure store-write speed."""
     from prior.featurestore import open_store
+    from prior.featurestore.selection import Request
 
     src = open_store(store_dir)
-    data = src.load_feature(src.find_entry(feature))
+    data = src.load_feature(src.find_entry(feature, Request(params=params or None)))
     items = [data.get(k) for k in data.keys]
     with tempfile.TemporaryDirectory() as tmp:
         dst = open_store(tmp)
@@ -203,12 +212,17 @@ def main() -> None:
                                                           "where torch sees a GPU).")
     ap.add_argument("--warm", action="store_true", help="Also run each build on an already running cluster.")
     ap.add_argument("--repeat", type=int, default=1, help="Runs per configuration; the median wall is kept.")
+    ap.add_argument("-o", "--option", action="append", default=[],
+                    help="A feature option FEATURE.NAME=VALUE for every build, as `prior build -o` takes it.")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     args = ap.parse_args()
     if SHARED.is_dir():
         os.environ.setdefault("PRIOR_DATA_DIR", str(SHARED))
     os.environ.setdefault("PRIOR_HOME", str(REPO / ".prior" / "bench-home"))
     features = tuple(args.features.split(","))
+    from prior.cli.key_value import parse_feature_options
+
+    options = parse_feature_options(args.option)
     # sick: the whole dataset (9,927 pairs, 3 splits): start-up costs amortised
     plans = {"snli": (("dev", "test"), args.pairs // 2), "mrpc": (("train",), args.pairs),
              "sick": (("train", "trial", "test"), None)}
@@ -216,7 +230,7 @@ def main() -> None:
     configs = [(parser, device) for parser in args.parsers.split(",")
                for device in (devices if parser.startswith("biaffine") else ["-"])]
     results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "parsers": args.parsers,
-               "features": features, "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2),
+               "features": features, "options": args.option, "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2),
                "runs": [], "noop": {}, "bytes_per_pair": {}, "store_write": {}, "repeat": args.repeat,
                "wordnet_table": wordnet_table_seconds()}
     print(json.dumps({"wordnet_table": results["wordnet_table"]}), flush=True)
@@ -233,7 +247,7 @@ def main() -> None:
                         target = root / f"{label}-{dataset}-{workers}-{i}"
                         shutil.rmtree(target, ignore_errors=True)
                         return run_build(dataset, splits, limit, workers, features, parser, target,
-                                         parse_device=device if device != "-" else "auto")
+                                         parse_device=device if device != "-" else "auto", options=options)
 
                     run = median_run(args.repeat, cold)
                     store = root / f"{label}-{dataset}-{workers}-0"  # for the no-op rebuild and sizes below
@@ -243,14 +257,15 @@ def main() -> None:
                         warm = median_run(args.repeat, lambda i, workers=workers, dataset=dataset, splits=splits,
                                           limit=limit, parser=parser, label=label, device=device: warm_runs(
                             dataset, splits, limit, workers, features, parser, root / f"warm-{label}-{i}",
-                            parse_device=device if device != "-" else "auto"))
+                            parse_device=device if device != "-" else "auto", options=options))
                         results["runs"].append(warm)
                         print(json.dumps(warm), flush=True)
                 if device in ("-", devices[0]):  # once per parser: the CLI's default device
                     results["noop"][f"{parser} {dataset}"] = noop_rebuild_seconds(dataset, splits, limit, features,
-                                                                                  parser, store)
+                                                                                  parser, store,
+                                                                                  option=tuple(args.option))
                     results["bytes_per_pair"][f"{parser} {dataset}"] = bytes_per_pair(store, run["pairs"])
-                    results["store_write"][f"{parser} {dataset}"] = {f: store_write_rate(store, f)
+                    results["store_write"][f"{parser} {dataset}"] = {f: store_write_rate(store, f, options.get(f))
                                                                      for f in features}
                     print(json.dumps({f"{parser} {dataset}": {
                         "noop": results["noop"][f"{parser} {dataset}"],

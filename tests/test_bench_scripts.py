@@ -157,9 +157,11 @@ def test_bench_parse_model_section_runs_without_spacy(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_bench_build_runs(tmp_path: Path) -> None:
-    run_script("build.py", "--datasets", "snli", "--pairs", 4, "--workers", 0, "--features", "sdoi",
-               "--parsers", "spacy", "--out", tmp_path / "out", tmp_path=tmp_path)
-    assert list((tmp_path / "out").glob("build-*.json"))
+    run_script("build.py", "--datasets", "snli", "--pairs", 4, "--workers", 0, "--features", "sdoi,wup",
+               "--parsers", "spacy", "-o", "wup.name_entities=", "--out", tmp_path / "out", tmp_path=tmp_path)
+    (written,) = (tmp_path / "out").glob("build-*.json")
+    result = json.loads(written.read_text(encoding="utf-8"))
+    assert result["options"] == ["wup.name_entities="] and result["runs"][0]["pairs"] == 4
 
 
 @pytest.mark.slow
