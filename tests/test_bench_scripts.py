@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,20 @@ def test_bench_build_runs(tmp_path: Path) -> None:
     (written,) = (tmp_path / "out").glob("build-*.json")
     result = json.loads(written.read_text(encoding="utf-8"))
     assert result["options"] == ["wup.name_entities="] and result["runs"][0]["pairs"] == 4
+
+
+def test_bench_wup_names_counts_the_cells_an_entity_rule_changes(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled SNLI test slice, the default names against PROPN only (the build without NER):
+    every changed cell counted, and each one's name word counted by case."""
+    monkeypatch.delenv("PRIOR_DATA_DIR", raising=False)
+    out = run_script("wup_names.py", "--dataset", "snli", "--split", "test", "--old", "", tmp_path=tmp_path)
+    differ = re.search(r"(\d[\d,]*) cells differ .*; (\d[\d,]*) higher, (\d[\d,]*) lower", out)
+    case = re.search(r"changed cell: (\d[\d,]*) lowercase, (\d[\d,]*) capitalized", out)
+    assert differ and case, out
+    total, up, down = (int(g.replace(",", "")) for g in differ.groups())
+    lower, upper = (int(g.replace(",", "")) for g in case.groups())
+    assert total > 0 and up + down == total and lower + upper == total
 
 
 @pytest.mark.slow
