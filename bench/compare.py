@@ -400,34 +400,45 @@ def report_figure(records: list[dict[str, Any]], path: Path, metric: str = "accu
 
 def paired_figure(panels: list[tuple[str, list[dict[str, Any]], str]], path: Path, regime: str = "full") -> None:
     """One panel per (title, records, metric): each model's paired difference to ``bert`` at the
-    same seed (a dot per seed, the mean with a ±sd bar), 0 a line: the same scale for every model."""
+    same seed (a dot per seed, the mean with a ±sd bar), 0 a line: the same scale for every model.
+    Models run down the panel, each named with its seed count, so long variant names stay
+    readable; the panels share the figure's height."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
-    for ax, (title, records, metric) in zip(axes[0], panels):
+    rows = []
+    for title, records, metric in panels:
         runs = [r for r in records if r.get("kind") == "run" and r["regime"] == regime]
         bert = {(r["variant"], r["seed"]): r[f"test_{metric}"] for r in runs if r["variant"].split(" ")[0] == "bert"}
         variants = [v for v in dict.fromkeys(r["variant"] for r in runs) if v.split(" ")[0] != "bert"]
-        for x, variant in enumerate(variants):
+        diffs = {}
+        for variant in variants:
             base = _paired_bert(variant, bert)
             ys = [100 * (r[f"test_{metric}"] - base[r["seed"]]) for r in runs
                   if r["variant"] == variant and r["seed"] in base]
-            if not ys:
-                continue
-            mean = sum(ys) / len(ys)
-            sd = (sum((y - mean) ** 2 for y in ys) / (len(ys) - 1)) ** 0.5 if len(ys) > 1 else 0.0
-            ax.scatter([x] * len(ys), ys, s=14, color="0.55", zorder=2)
-            ax.errorbar([x], [mean], yerr=[sd], fmt="o", color="C0", capsize=4, zorder=3)
-        ax.axhline(0, color="C3", lw=0.8, ls="--", zorder=1)
-        ax.set_xticks(range(len(variants)), [_mini(v) for v in variants], rotation=30, ha="right")
-        ax.set_xlim(-0.6, len(variants) - 0.4)
-        ax.set_ylabel(f"test {metric}: model − bert-mini (points)")
-        seeds = len({r["seed"] for r in runs})
-        ax.set_title(f"{title} ({seeds} seed{'s' if seeds != 1 else ''}, paired)")
-        ax.grid(axis="y", lw=0.3)
+            if ys:
+                diffs[variant] = ys
+        rows.append((title, metric, diffs))
+    height = max(2.4, 0.42 * max((len(d) for _, _, d in rows), default=1) + 1.3)
+    label_chars = max((len(_mini(v)) + 7 for _, _, d in rows for v in d), default=10)
+    width = 3.4 + 0.065 * label_chars  # the plot, and the labels' width at 8 points
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height), squeeze=False)
+    for ax, (title, metric, diffs) in zip(axes[0], rows):
+        labels = []
+        for y, (variant, xs) in enumerate(diffs.items()):
+            mean = sum(xs) / len(xs)
+            sd = (sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 if len(xs) > 1 else 0.0
+            ax.scatter(xs, [y] * len(xs), s=14, color="0.55", zorder=2)
+            ax.errorbar([mean], [y], xerr=[sd], fmt="o", color="C0", capsize=4, zorder=3)
+            labels.append(f"{_mini(variant)} (n={len(xs)})")
+        ax.axvline(0, color="C3", lw=0.8, ls="--", zorder=1)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_ylim(len(labels) - 0.5, -0.5)  # the first model on top
+        ax.set_xlabel(f"test {metric}: model − bert-mini (points)")
+        ax.set_title(f"{title}, paired by seed")
+        ax.grid(axis="x", lw=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
