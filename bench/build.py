@@ -230,7 +230,8 @@ def main() -> None:
     configs = [(parser, device) for parser in args.parsers.split(",")
                for device in (devices if parser.startswith("biaffine") else ["-"])]
     results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "parsers": args.parsers,
-               "features": features, "options": args.option, "cpu_count": os.cpu_count(), "load_avg_start": round(os.getloadavg()[0], 2),
+               "features": features, "options": args.option, "cpu_count": os.cpu_count(),
+               "load_avg_start": round(os.getloadavg()[0], 2),
                "runs": [], "noop": {}, "bytes_per_pair": {}, "store_write": {}, "repeat": args.repeat,
                "wordnet_table": wordnet_table_seconds()}
     print(json.dumps({"wordnet_table": results["wordnet_table"]}), flush=True)

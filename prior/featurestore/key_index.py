@@ -65,8 +65,8 @@ class KeyIndex:
 def distinct_keys(*columns: pl.Series) -> pl.Series:
     """The distinct values of the columns' concatenation, in the order they first appear in it
     (the first column's, then each next column's new ones). Each column is made distinct before
-    they are joined, so the whole columns are never held joined: for a split's sentences
-    (``key_a`` then ``key_b``), a third of the transient memory of joining them first."""
+    they are joined, so the whole columns are never held joined (a split's sentences, ``key_a``
+    then ``key_b``: two keys a pair joined, where each sentence occurs in several pairs)."""
     if not columns:
         raise ValueError("distinct_keys needs at least one column")
     return pl.concat([c.unique(maintain_order=True) for c in columns]).unique(maintain_order=True)

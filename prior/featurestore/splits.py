@@ -234,9 +234,8 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
 def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False,
                  columns: Sequence[str] | None = None) -> pl.DataFrame:
     """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers; ``columns``:
-    only these), checked
-    against its manifest and against the later records of its builds: `ShortSplitError` when
-    some are missing. A split found short is looked at once more in a fresh listing of the
+    only these), checked against its manifest and against the later records of its builds:
+    `ShortSplitError` when some are missing. A split found short is looked at once more in a fresh listing of the
     catalog (one listed while others committed may miss a record that another one it saw was
     committed after)."""
     for fresh in (False, True):

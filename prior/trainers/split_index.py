@@ -3,12 +3,13 @@ pair's data lies in the store.
 
 :func:`index_split` reads the split's rows through the store's split-row read
 (`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
-sentence of the parse read left out and counted, a warning saying so; the pairs' ids unread), selects the feature's
-entries and the parse (`prior.featurestore.selection`), and locates every key in the segments
-that hold it by reading their key columns only. The selection's reads (the rows, each entry's
-keys: `Coverage`) are the index's, so each segment file is read once; every key is held as the
-128-bit number it spells (`prior.featurestore.key_numbers`), converted as the files are read, a
-third of its text's memory. What it keeps is a few integers per pair —
+sentence of the parse read left out and counted, a warning saying so; the pairs' ids are not
+read), selects the feature's entries and the parse (`prior.featurestore.selection`), and
+locates every key in the segments that hold it by reading their key columns only. The
+selection's reads (the rows, each entry's keys: `Coverage`) are the index's, so each segment
+file is read once; every key is held as the 128-bit number it spells
+(`prior.featurestore.key_numbers`), converted as the files are read, a third of its text's
+memory. What it keeps is a few integers per pair —
 its two sentences (numbered within the split), its label, and per pair entry the segment and
 item holding its value — and per sentence the same for its parse and sentence entries:
 about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
