@@ -7,7 +7,8 @@ every backend, so the biaffine parser would give ``wup`` the same input), then c
 default ``wup`` (``name_entities`` = name types only) and ``wup`` with ``--old`` as
 ``name_entities`` (``any``: every entity a name, version 1's rule). Prints the number of cells,
 of cells that differ, of cells with a non-zero value, how many of the changed cells' words inside
-a name entity of the default (and not PROPN) are lowercase or capitalized, and the most frequent changed word pairs.
+a name entity of the default (and not PROPN) are lowercase or capitalized, and the most frequent
+changed word pairs.
 """
 
 from __future__ import annotations
