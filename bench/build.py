@@ -17,7 +17,8 @@ bottleneck is visible (feature stages run side by side: each is timed from the s
 ``--warm`` adds each build on an already running cluster whose workers have loaded their
 models (`warm_runs`). The no-op rebuild reruns the build through the CLI as a user would (the
 default parser and device for the biaffine rows). Where torch sees a CUDA GPU the biaffine rows
-run once per ``--parse-devices`` entry (default: cpu and cuda). ``--repeat N`` runs each
+run once per ``--parse-devices`` entry (default: cpu and cuda), and the CPU and CUDA stores of the same
+data are compared (`device_agreement`: parses, annotations and every entry's items). ``--repeat N`` runs each
 configuration N times and keeps the run of median wall time (all walls are recorded): these
 2-core machines are shared and noisy. WordNet's hierarchy table
 (`prior/pipeline/resources/wn_hierarchy.py`) is a one-time cost per machine, like installing
@@ -37,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,62 @@ def store_write_rate(store_dir: Path, feature: str, params: dict[str, Any] | Non
     return {"items": len(items), "seconds": round(seconds, 3), "items_per_s": round(len(items) / seconds, 1)}
 
 
+def parse_agreement(a: Any, b: Any) -> dict[str, int]:
+    """Two stores' parses (``SegmentStore.parses()`` frames) of the same sentences: how many
+    sentences each column differs in, and how many words differ in head or relation."""
+    joined = a.join(b, on="sent_key", how="inner", suffix="_b")
+    out = {"sentences": joined.height, "sentences_only_one_side": a.height + b.height - 2 * joined.height}
+    for col in ("heads", "rels", "words", "lemmas", "upos", "tags", "ents"):
+        out[f"sentences_{col}_differ"] = sum(x != y for x, y in zip(joined[col].to_list(), joined[f"{col}_b"].to_list(),
+                                                                    strict=True))
+    words = differ = 0
+    for h, hb, r, rb in zip(*(joined[c].to_list() for c in ("heads", "heads_b", "rels", "rels_b")), strict=True):
+        words += len(h)
+        differ += sum(x != y or s != t for x, y, s, t in zip(h, hb, r, rb, strict=True))
+    out["words"], out["words_head_or_rel_differ"] = words, differ
+    return out
+
+
+def items_agreement(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Two entries' items (key -> component -> array): how many of the shared keys are not
+    bit-identical, and the largest absolute difference between them (inf for a shape change)."""
+    import numpy as np
+
+    keys = sorted(set(a) & set(b))
+    differ, max_abs = 0, 0.0
+    for key in keys:
+        for component, x in a[key].items():
+            y = b[key][component]
+            if not np.array_equal(x, y):
+                differ += 1
+                max_abs = max(max_abs, float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
+                              if np.shape(x) == np.shape(y) else float("inf"))
+                break
+    return {"items": len(keys), "items_differ": differ, "max_abs_diff": max_abs,
+            "keys_only_one_side": len(set(a) ^ set(b))}
+
+
+def device_agreement(cpu_store: Path, other_store: Path) -> dict:
+    """What a build with the biaffine model on another device (CUDA) stores differently from the
+    CPU build of the same data. The device is not part of the parse id, so both stores name the
+    same parse and the same entries, and content addressing needs their values to agree: parses
+    and spaCy's annotations (`parse_agreement`; spaCy runs on the CPU in both), and every
+    entry's items (`items_agreement`)."""
+    from prior.featurestore import open_store
+
+    a, b = open_store(cpu_store), open_store(other_store)
+    out: dict[str, Any] = {"parse_ids_equal": sorted(a.parse_ids()) == sorted(b.parse_ids()),
+                           **parse_agreement(a.parses(), b.parses()), "entries": {}}
+    entries_b = {e.key: e for e in b.entries()}
+    for entry in a.entries():
+        if entry.key not in entries_b:
+            out["entries"][entry.name] = "only in the CPU store"
+            continue
+        da, db = a.load_feature(entry), b.load_feature(entries_b[entry.key])
+        out["entries"][entry.name] = items_agreement({k: da.get(k) for k in da.keys}, {k: db.get(k) for k in db.keys})
+    return out
+
+
 def parse_devices(wanted: str | None) -> list[str]:
     """``--parse-devices``, else cpu, plus cuda where torch sees a GPU."""
     if wanted:
@@ -214,6 +271,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="Runs per configuration; the median wall is kept.")
     ap.add_argument("-o", "--option", action="append", default=[],
                     help="A feature option FEATURE.NAME=VALUE for every build, as `prior build -o` takes it.")
+    ap.add_argument("--builds-only", action="store_true",
+                    help="Only the cold (and --warm) builds: no no-op rebuild, sizes or store-write rates.")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     args = ap.parse_args()
     if SHARED.is_dir():
@@ -261,7 +320,7 @@ def main() -> None:
                             parse_device=device if device != "-" else "auto", options=options))
                         results["runs"].append(warm)
                         print(json.dumps(warm), flush=True)
-                if device in ("-", devices[0]):  # once per parser: the CLI's default device
+                if device in ("-", devices[0]) and not args.builds_only:  # once per parser: the CLI's default device
                     results["noop"][f"{parser} {dataset}"] = noop_rebuild_seconds(dataset, splits, limit, features,
                                                                                   parser, store,
                                                                                   option=tuple(args.option))
@@ -271,6 +330,16 @@ def main() -> None:
                     print(json.dumps({f"{parser} {dataset}": {
                         "noop": results["noop"][f"{parser} {dataset}"],
                         "bytes_per_pair": results["bytes_per_pair"][f"{parser} {dataset}"]}}), flush=True)
+        # the same data parsed with the model on the CPU and on another device: the stores must agree
+        for dataset in args.datasets.split(","):
+            for workers in args.workers:
+                cpu = root / f"biaffine@cpu-{dataset}-{workers}-0"
+                for device in (d for d in devices if d != "cpu"):
+                    other = root / f"biaffine@{device}-{dataset}-{workers}-0"
+                    if cpu.is_dir() and other.is_dir():
+                        agreement = device_agreement(cpu, other)
+                        results.setdefault("device_agreement", {})[f"{dataset} {workers} cpu-{device}"] = agreement
+                        print(json.dumps({f"agreement {dataset} {workers} cpu-{device}": agreement}), flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for r1 in results["runs"]:

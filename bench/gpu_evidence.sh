@@ -14,6 +14,13 @@
 #                                           # bert-base checkpoint offline) on MRPC, one epoch, alone
 #   bash bench/gpu_evidence.sh parse RES    # bench/parse.py's model section (EWT test gold words), CUDA row
 #   bash bench/gpu_evidence.sh runs RES     # the -mini runs; RES/parts/*.jsonl, logs in RES/logs
+#   bash bench/gpu_evidence.sh unpack A.tar.xz ...   # bench/gpu_pack.sh's archives (installed trees, not
+#                                           # wheels: those do not fit one transfer) into /tmp; one call
+#                                           # unpacks polars and WordNet, the next the rest (see gpu_pack.sh)
+#   bash bench/gpu_evidence.sh build RES [ARCHIVE.tar.xz ...]
+#                                           # whole `prior build`s with the biaffine model on CUDA and on
+#                                           # the CPU (1 and 8 workers, SICK and 2,000 SNLI pairs) and the
+#                                           # spaCy parser, bench/build.py's table and the two stores' agreement
 #   bash bench/gpu_evidence.sh all PACK RES OUT SECONDS   # setup, base, parse, then the runs in their own
 #                                           # session; after SECONDS (or when they end) RES is packed into OUT
 #   bash bench/gpu_evidence.sh collect RES OUT SECONDS    # wait for the runs again, then pack RES into OUT
@@ -24,7 +31,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PACK=${PACK:-/root/pack}
-export PYTHONPATH=/tmp/site:$PACK/site:$PWD PRIOR_NO_PROGRESS=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+UNPACK=${UNPACK:-/tmp}  # where `unpack` puts the archives of bench/gpu_pack.sh
+export PYTHONPATH=$UNPACK/site:/tmp/site:$PACK/site:$PWD PRIOR_NO_PROGRESS=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-python3}
 SMOKE_ARGS=()
 [ "${SMOKE:-0}" = 1 ] && SMOKE_ARGS=(--limit 16 --epochs 1)
@@ -57,6 +65,26 @@ parse() {
     RES=$1
     PRIOR_DATA_DIR=$PACK/data "$PY" bench/parse.py --n 0 --skip-backends --rounds 1 --ewt-limit 1000 --out "$RES/parse" \
         > "$RES/parse.log" 2>&1
+}
+
+unpack() {  # bench/gpu_pack.sh's archives: wordnet* into $UNPACK/share, data* into $UNPACK/data, the
+    # installed site-packages trees into $UNPACK/site (on PYTHONPATH)
+    local f to
+    for f in "$@"; do
+        case $(basename "$f") in wordnet*) to=$UNPACK/share ;; data*) to=$UNPACK/data ;; *) to=$UNPACK/site ;; esac
+        mkdir -p "$to"
+        "$PY" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" \
+            "$f" "$to" || return 1
+    done
+}
+
+build() {
+    RES=$1; shift; mkdir -p "$RES"
+    unpack "$@" || exit 1
+    export PRIOR_WORDNET_DIR=$UNPACK/share/wordnet PRIOR_DATA_DIR=$UNPACK/data PRIOR_HOME=$UNPACK/prior-home
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    "$PY" bench/build.py --datasets sick,snli --workers 1 8 --parsers biaffine,spacy --parse-devices cpu,cuda \
+        --builds-only --out "$RES" 2>&1 | tee "$RES/build.log"
 }
 
 eval_split() { case $1 in rte) echo glue_dev ;; *) echo test ;; esac; }  # SICK: test

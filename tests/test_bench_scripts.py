@@ -356,7 +356,59 @@ def test_gpu_evidence_script_parses_and_builds_its_arguments() -> None:
         return done.stdout.splitlines()
 
     subprocess.run(["bash", "-n", script], check=True, timeout=60)
+    subprocess.run(["bash", "-n", str(BENCH / "gpu_pack.sh")], check=True, timeout=60)  # it downloads: syntax only
     assert sh("train_args", "--prior-lr", "1e-4") == ["--train-args", "--prior-lr 1e-4"]
     assert sh("train_args") == []
     assert sh("train_args", "--prior-lr", "1e-4", SMOKE="1") == ["--train-args", "--limit 16 --epochs 1 --prior-lr 1e-4"]
     assert (sh("eval_split", "rte"), sh("eval_split", "mrpc")) == (["glue_dev"], ["test"])
+
+
+def test_bench_build_counts_what_a_device_changes_in_a_store(tmp_path: Path) -> None:
+    """bench/build.py's CPU-against-CUDA comparison: parses and items that differ are counted
+    (one head, one cell), and two builds of the same data agree everywhere."""
+    import numpy as np
+    import polars as pl
+
+    build = load("build")
+    cols = {"words": [["a", "b"], ["c"]], "lemmas": [["a", "b"], ["c"]], "upos": [["X", "X"], ["X"]],
+            "tags": [["X", "X"], ["X"]], "rels": [["root", "dep"], ["root"]], "ents": [["", ""], [""]]}
+    a = pl.DataFrame({"sent_key": ["k1", "k2"], "heads": [[0, 1], [0]], **cols})
+    b = pl.DataFrame({"sent_key": ["k1", "k2", "k3"], "heads": [[2, 0], [0], [0]],
+                      **{c: v + [["z"]] for c, v in cols.items()}})
+    got = build.parse_agreement(a, b)
+    assert (got["sentences"], got["sentences_only_one_side"], got["words"]) == (2, 1, 3)
+    assert (got["sentences_heads_differ"], got["words_head_or_rel_differ"], got["sentences_rels_differ"]) == (1, 2, 0)
+    m = np.eye(2, dtype=np.float32)
+    changed = m.copy()
+    changed[0, 1] = 0.25
+    items = build.items_agreement({"p": {"x": m, "y": m}, "q": {"x": m, "y": m}},
+                                  {"p": {"x": m, "y": changed}, "q": {"x": m, "y": m}, "r": {"x": m, "y": m}})
+    assert items == {"items": 2, "items_differ": 1, "max_abs_diff": 0.25, "keys_only_one_side": 1}
+    assert build.items_agreement({"p": {"x": m}}, {"p": {"x": np.eye(3)}})["max_abs_diff"] == float("inf")
+    tiny_store(tmp_path / "one")
+    tiny_store(tmp_path / "two")
+    same = build.device_agreement(tmp_path / "one", tmp_path / "two")
+    assert same["parse_ids_equal"] and same["sentences"] > 0 and same["words_head_or_rel_differ"] == 0
+    assert {"wup", "dep", "sdoi", "emb"} <= set(same["entries"])
+    assert all(e["items"] > 0 and e["items_differ"] == 0 for e in same["entries"].values())
+
+
+def test_gpu_evidence_unpacks_each_archive_where_the_build_reads_it(tmp_path: Path) -> None:
+    """bench/gpu_pack.sh's archives: WordNet, the data and the site-packages trees each land
+    where `gpu_evidence.sh build` points PRIOR_WORDNET_DIR, PRIOR_DATA_DIR and PYTHONPATH."""
+    import tarfile
+
+    for archive, member in (("wordnet.tar.xz", "wordnet/data.noun"), ("data.tar.xz", "sick/SICK.txt"),
+                            ("polars.tar.xz", "_polars_runtime_32/x.so"), ("site.tar.xz", "spacy/__init__.py")):
+        src = tmp_path / "src" / member
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(member)
+        with tarfile.open(tmp_path / archive, "w:xz") as tar:
+            tar.add(src, arcname=member)
+    root = tmp_path / "unpacked"
+    subprocess.run(["bash", str(BENCH / "gpu_evidence.sh"), "unpack",
+                    *(str(tmp_path / a) for a in ("wordnet.tar.xz", "data.tar.xz", "polars.tar.xz", "site.tar.xz"))],
+                   check=True, timeout=60, env={**os.environ, "UNPACK": str(root), "PY": sys.executable})
+    for member in ("share/wordnet/data.noun", "data/sick/SICK.txt", "site/_polars_runtime_32/x.so",
+                   "site/spacy/__init__.py"):
+        assert (root / member).read_text() == member.split("/", 1)[1]
