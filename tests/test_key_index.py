@@ -41,6 +41,22 @@ def test_the_first_position_of_each_key_and_minus_one_for_the_others() -> None:
     assert (found == -1).any() and (found >= 0).any()
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
+def test_keys_found_chunk_by_chunk_and_distinct_keys_kept_as_sorted(chunk: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same answers whatever the chunk ``find`` looks keys up by (one that divides the
+    wanted keys, one that leaves a remainder, one larger than them), for an index of distinct
+    keys (its sorted arrays kept as they are) and one with duplicates."""
+    import prior.featurestore.key_index as key_index
+
+    monkeypatch.setattr(key_index, "FIND_CHUNK", chunk)
+    rng = np.random.default_rng(11)
+    distinct = [int(h) << 64 | int(lo) for h, lo in rng.integers(0, 2**63, size=(300, 2), dtype=np.uint64)]
+    wanted = [distinct[i] for i in rng.integers(0, 300, size=301)]
+    for held in (distinct[:250], [distinct[i] for i in rng.integers(0, 250, size=600)]):
+        assert KeyIndex(_keys(held)).find(_keys(wanted)).tolist() == _first_positions(held, wanted)
+
+
 def test_keys_that_share_their_high_half_are_told_apart_by_the_low_one() -> None:
     # a crafted store: distinct keys with one high half, and duplicates among them
     held = [(1 << 64) | 9, (1 << 64) | 3, (2 << 64) | 3, (1 << 64) | 9, (1 << 64) | 5, 7]

@@ -6,8 +6,8 @@ lacks (`prior.featurestore.selection.Coverage.missing`). A Polars join or anti-j
 by hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
 themselves, and that memory grows with the split (bench/RESULTS.md, "The split's index in less
 memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and finds the wanted ones
-by binary search: 24 bytes per held key while it lives and about as much per wanted key while
-it looks them up, nothing hashed.
+by binary search, a chunk of them at a time: 24 bytes per held key while it lives, nothing
+hashed.
 
 Equal keys keep their first position (the first copy in catalog order, as a selection reads
 them). The keys are blake2b digests, so two different keys with the same high half do not occur
@@ -21,6 +21,9 @@ import numpy as np
 import polars as pl
 
 from prior.featurestore.key_numbers import key_halves
+
+# keys looked up at a time by `KeyIndex.find`
+FIND_CHUNK = 1 << 16
 
 
 class KeyIndex:
@@ -38,14 +41,25 @@ class KeyIndex:
         del hi, lo
         first = np.ones(len(order), dtype=bool)
         first[1:] = ~(same_hi & (sorted_lo[1:] == sorted_lo[:-1]))  # of equal keys, the first
-        self.hi, self.lo, self.position = sorted_hi[first], sorted_lo[first], order[first]
+        del same_hi
+        if first.all():  # distinct keys (an entry's, a split's pairs): the sorted arrays as they are
+            self.hi, self.lo, self.position = sorted_hi, sorted_lo, order
+        else:
+            self.hi, self.lo, self.position = sorted_hi[first], sorted_lo[first], order[first]
 
     def __len__(self) -> int:
         return len(self.hi)
 
     def find(self, keys: pl.Series) -> np.ndarray:
         """For each of ``keys``, the first position of the same key in the keys the index was
-        made of; -1 for a key it does not hold (int64, one per key)."""
+        made of; -1 for a key it does not hold (int64, one per key). Looked up ``FIND_CHUNK``
+        keys at a time: the search's arrays stay the size of a chunk, not of ``keys``."""
+        found = np.empty(keys.len(), dtype=np.int64)
+        for start in range(0, keys.len(), FIND_CHUNK):
+            found[start:start + FIND_CHUNK] = self._find(keys.slice(start, FIND_CHUNK))
+        return found
+
+    def _find(self, keys: pl.Series) -> np.ndarray:
         hi, lo = key_halves(keys)
         if not len(self.hi):
             return np.full(len(hi), -1, dtype=np.int64)
