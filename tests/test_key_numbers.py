@@ -120,3 +120,35 @@ def test_a_pairs_file_with_a_value_that_is_no_key_is_named_and_kept(tmp_path: Pa
         index_split(open_store(tmp_path / "s", create=False), "many", "crafted")
     assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
     assert len(index_split(store, "many", "train")) == 120  # the store's other splits read as before
+
+
+def test_what_an_entry_lacks_is_counted_alike_from_numbers_and_from_texts(tmp_path: Path) -> None:
+    """`Coverage.lacking` from keys as numbers (each key column looked up as it is, only the
+    keys not found made distinct) gives the counts of the text path's anti-join: for complete
+    entries, and for a pair and a sentence entry that hold part of the split, some keys twice."""
+    import numpy as np
+
+    from prior.featurestore import make_entry
+    from prior.featurestore.key_index import distinct_keys
+    from prior.layouts.kinds import PairMatrix, SentenceMask
+
+    store = many_pairs_store(tmp_path / "s", partition=7)
+    rows = store.pair_rows("many", "train")
+    pair_keys = rows["pair_key"].unique(maintain_order=True).to_list()
+    sentences = distinct_keys(rows["key_a"], rows["key_b"]).to_list()
+    dep, sdoi = store.entries("dep")[0], store.entries("sdoi")[0]
+    pairs = make_entry("wup", 1, {"k": 9}, dep.parse, "pair", ["wup"], options={"k": 9}, layout=PairMatrix("wup"))
+    for held in (pair_keys[:10], pair_keys[5:12]):  # two segments, five keys in both
+        store.write_feature(pairs, held, [{"wup": np.ones((2, 2), np.float32)}] * len(held))
+    sents = make_entry("sdoi", 1, {"k": 9}, sdoi.parse, "sentence", ["sdoi"], options={"k": 9},
+                       layout=SentenceMask("sdoi"))
+    store.write_feature(sents, sentences[:7], [{"sdoi": np.ones((2, 2), np.uint8)}] * 7)
+    counts = {}
+    for entry in (dep, sdoi, pairs, sents):
+        text = Coverage(store).missing(entry, "many", "train")
+        assert Coverage(store, numbers=True).missing(entry, "many", "train") == text
+        assert Coverage(store, numbers=True).lacking(entry, "many", "train") == text[0]
+        counts[entry.key] = text
+    assert counts[dep.key] == (0, len(pair_keys)) and counts[sdoi.key] == (0, len(sentences))
+    assert counts[pairs.key] == (len(pair_keys) - 12, len(pair_keys))
+    assert counts[sents.key] == (len(sentences) - 7, len(sentences))

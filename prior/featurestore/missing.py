@@ -180,7 +180,7 @@ def rebuild_recipes(store: SegmentStore, dropped: Sequence[Segment]) -> list[Rec
         if seg.kind == "feature":
             entry = EntryInfo.from_target(seg.target)
             recipes += [restore_recipe(store, d, sp, parse=entry.parse, entries=[entry], parser=specs.get(entry.parse))
-                        for d, sp in store.datasets() if coverage.missing(entry, d, sp)[0]]
+                        for d, sp in store.datasets() if coverage.lacking(entry, d, sp)]
         elif seg.kind == "parses":
             recipes += _parse_recipes(store, seg, coverage)
         elif seg.kind == "resource":
