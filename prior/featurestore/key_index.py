@@ -2,7 +2,7 @@
 
 A split's index finds each of its pairs' and sentences' keys among the keys an entry holds
 (`prior.trainers.split_index.locate`), and a selection counts the keys of a split an entry
-lacks (`prior.featurestore.selection.Coverage.missing`). A Polars join or anti-join does either
+lacks (`prior.featurestore.selection.Coverage.lacking`). A Polars join or anti-join does either
 by hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
 themselves, and that memory grows with the split (bench/RESULTS.md, "The split's index in less
 memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and finds the wanted ones
