@@ -224,7 +224,7 @@ class Coverage:
         return self.lacking(entry, dataset, split), self.needed(dataset, split, entry.scope, entry.parse).len()
 
     def forget_split(self, dataset: str, split: str) -> None:
-        """Let go of the split's rows and the keys `missing` compared them by (a reader that has
+        """Let go of the split's rows and the distinct keys `needed` made of them (a reader that has
         taken what it needs of them: their memory goes with the last reference)."""
         self._rows.pop((dataset, split), None)
         for key in [k for k in self._need if k[:2] == (dataset, split)]:
