@@ -51,3 +51,11 @@ tar -cf - -C "$WORK/site" --exclude=_polars_runtime_32 . | xz -9 -T2 > "$OUT/sit
 tar -cf - -C /usr/share wordnet | xz -9 -T2 > "$OUT/wordnet.tar.xz"
 tar -cf - -C "$DATA" sick snli mrpc | xz -9 -T2 > "$OUT/data.tar.xz"
 ls -la "$OUT"
+# each call carries the repository's tracked files beside its two archives: both must fit 64 MiB
+tracked=$(git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s}')
+for call in "polars wordnet" "site data"; do
+    set -- $call
+    total=$((tracked + $(stat -c %s "$OUT/$1.tar.xz") + $(stat -c %s "$OUT/$2.tar.xz")))
+    echo "call with $1 and $2: $((total / 1048576)) MiB of 64"
+    [ "$total" -le $((64 * 1048576)) ] || { echo "over the device's 64 MiB a call" >&2; exit 1; }
+done
