@@ -20,7 +20,9 @@
 #   bash bench/gpu_evidence.sh build RES [ARCHIVE.tar.xz ...]
 #                                           # whole `prior build`s with the biaffine model on CUDA and on
 #                                           # the CPU (1 and 8 workers, SICK and 2,000 SNLI pairs) and the
-#                                           # spaCy parser, bench/build.py's table and the two stores' agreement
+#                                           # spaCy parser, bench/build.py's table and the two stores' agreement;
+#                                           # BUILD_ARGS: more bench/build.py flags (they override: a dry run on
+#                                           # a CPU with BUILD_ARGS="--parse-devices cpu --datasets snli --pairs 40")
 #   bash bench/gpu_evidence.sh all PACK RES OUT SECONDS   # setup, base, parse, then the runs in their own
 #                                           # session; after SECONDS (or when they end) RES is packed into OUT
 #   bash bench/gpu_evidence.sh collect RES OUT SECONDS    # wait for the runs again, then pack RES into OUT
@@ -84,7 +86,7 @@ build() {
     export PRIOR_WORDNET_DIR=$UNPACK/share/wordnet PRIOR_DATA_DIR=$UNPACK/data PRIOR_HOME=$UNPACK/prior-home
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     "$PY" bench/build.py --datasets sick,snli --workers 1 8 --parsers biaffine,spacy --parse-devices cpu,cuda \
-        --builds-only --out "$RES" 2>&1 | tee "$RES/build.log"
+        --builds-only --out "$RES" ${BUILD_ARGS:-} 2>&1 | tee "$RES/build.log"
 }
 
 eval_split() { case $1 in rte) echo glue_dev ;; *) echo test ;; esac; }  # SICK: test
