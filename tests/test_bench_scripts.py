@@ -412,3 +412,30 @@ def test_gpu_evidence_unpacks_each_archive_where_the_build_reads_it(tmp_path: Pa
     for member in ("share/wordnet/data.noun", "data/sick/SICK.txt", "site/_polars_runtime_32/x.so",
                    "site/spacy/__init__.py"):
         assert (root / member).read_text() == member.split("/", 1)[1]
+
+
+def test_gpu_evidence_build_phase_runs_on_a_cpu(tmp_path: Path) -> None:
+    """`gpu_evidence.sh build` end to end with the CPU in CUDA's place: WordNet and the data
+    unpacked from their archives, bench/build.py run with the phase's flags (and BUILD_ARGS
+    shrinking it), its result written where the phase says."""
+    import tarfile
+
+    from prior.pipeline.resources.wordnet import wndb_dir
+
+    snli, wordnet = REPO.parent / "shared" / "data" / "snli", wndb_dir()
+    if not snli.is_dir() or wordnet is None:
+        pytest.skip("needs ../shared/data/snli and WordNet's files")
+    with tarfile.open(tmp_path / "wordnet.tar", "w") as tar:
+        tar.add(wordnet, arcname="wordnet")
+    with tarfile.open(tmp_path / "data.tar", "w") as tar:
+        tar.add(snli, arcname="snli")
+    env = {**os.environ, "UNPACK": str(tmp_path / "u"), "PY": sys.executable, "PRIOR_NO_PROGRESS": "1",
+           "BUILD_ARGS": "--parse-devices cpu --parsers spacy --features sdoi --datasets snli --pairs 4 --workers 0"}
+    done = subprocess.run(["bash", str(BENCH / "gpu_evidence.sh"), "build", str(tmp_path / "res"),
+                           str(tmp_path / "wordnet.tar"), str(tmp_path / "data.tar")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (written,) = (tmp_path / "res").glob("build-*.json")
+    runs = json.loads(written.read_text(encoding="utf-8"))["runs"]
+    assert [(r["parser"], r["pairs"]) for r in runs] == [("spacy", 4)]
+    assert (tmp_path / "u" / "share" / "wordnet" / "data.noun").is_file()
