@@ -15,6 +15,8 @@
 #   bash bench/gpu_evidence.sh unpack DIR/polars.tar.xz DIR/wordnet.tar.xz
 #   bash bench/gpu_evidence.sh build "$OUT" DIR/site.tar.xz DIR/data.tar.xz
 #
+# A call carries only paths of this checkout: make DIR a folder in it that git ignores (for example
+# `echo /.gpu/ >> .git/info/exclude` and DIR=.gpu) and name the two archives in the call's carry.
 # Versions are those of this checkout's .venv. Needs pip access to PyPI, `strip`, and WordNet under
 # /usr/share/wordnet (Debian's wordnet-base).
 set -euo pipefail
