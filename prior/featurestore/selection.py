@@ -305,7 +305,7 @@ def select_entry(store: SegmentStore, name: str, *, dataset: str | None = None, 
     partial = [e for e in found if lacks[e.key] < coverage.needed(dataset, split, e.scope, e.parse).len()]
     target = found[0] if len(found) == 1 else partial[0] if len(partial) == 1 else None
     if target is not None:
-        missing, needed = coverage.missing(target, dataset, split)
+        missing, needed = lacks[target.key], coverage.needed(dataset, split, target.scope, target.parse).len()
         what = "pairs" if target.scope == "pair" else "sentences"
         recipe = build_recipe(store, dataset=dataset, split=split,
                               features=[feature_recipe(target, name, built_by)], parse=target.parse)
