@@ -5,7 +5,7 @@ query modules read segments through these functions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,13 +110,27 @@ def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: S
                 numbers: Sequence[str] = ()) -> list[pl.DataFrame]:
     """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
     few threads. The key columns ``numbers`` are converted to numbers (`prior.featurestore.key_numbers`)
-    16 files at a time: converted file by file, a split's hundreds of small files would pay the
-    conversion's fixed cost each; converted at the end, all their key text would be held at once.
-    The first file that cannot be read, or whose key column holds a value that is not a key, is
-    its `StoreError`."""
+    16 files at a time (`frame_groups`). The first file that cannot be read, or whose key column
+    holds a value that is not a key, is its `StoreError`."""
     if not numbers:
         return _read_each(fs, segments, inner, columns)
     out: list[pl.DataFrame] = []
+    for frames, joined in frame_groups(fs, segments, inner, columns, numbers):
+        at = 0
+        for frame in frames:
+            out.append(joined.slice(at, frame.height))
+            at += frame.height
+    return out
+
+
+def frame_groups(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: Sequence[str] | None,
+                 numbers: Sequence[str]) -> Iterator[tuple[list[pl.DataFrame], pl.DataFrame]]:
+    """``inner`` of ``segments`` read 16 files at a time, in order: each group's frames as read
+    and their concatenation with the key columns ``numbers`` as numbers. Converted file by file,
+    a split's hundreds of small files would pay the conversion's fixed cost each; converted at
+    the end, all their key text would be held at once. A reader that keeps only what it derives
+    of each group (`prior.featurestore.numbered_split`) never holds the whole table. The first
+    file whose key column holds a value that is not a key is its `StoreError`."""
     for start in range(0, len(segments), _KEY_GROUP_FILES):
         group = segments[start:start + _KEY_GROUP_FILES]
         frames = _read_each(fs, group, inner, columns)
@@ -129,11 +143,7 @@ def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: S
                 except KeyTextError as exc:
                     raise damaged(segment, inner, str(exc)) from None
             raise
-        at = 0
-        for frame in frames:
-            out.append(joined.slice(at, frame.height))
-            at += frame.height
-    return out
+        yield frames, joined
 
 
 # files whose keys are converted together (`read_frames`): what a read holds of key text at once

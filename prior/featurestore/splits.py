@@ -40,12 +40,13 @@ no longer skipped.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import polars as pl
 
+from prior.errors import NotFoundError
 from prior.featurestore.catalog import MANIFEST, SPLITS
 from prior.featurestore.key_numbers import KEY_NUMBER, key_numbers
 from prior.featurestore.rebuild import ShortSplitError, pairs_recipe, restore_recipe
@@ -235,7 +236,26 @@ def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool
                  columns: Sequence[str] | None = None) -> pl.DataFrame:
     """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers; ``columns``:
     only these), checked against its manifest and against the later records of its builds:
-    `ShortSplitError` when some are missing. A split found short is looked at once more in a fresh listing of the
+    `ShortSplitError` when some are missing (`checked_read`)."""
+    return checked_read(store, dataset, split,
+                        lambda: store.pair_rows(dataset, split, numbers=numbers, columns=columns))
+
+
+class HasHeight(Protocol):
+    """What a split's read gives: a frame, or what a reader keeps of its rows."""
+
+    @property
+    def height(self) -> int: ...
+
+
+Read = TypeVar("Read", bound=HasHeight)
+
+
+def checked_read(store: SegmentStore, dataset: str, split: str, read: Callable[[], Read]) -> Read:
+    """What ``read`` makes of the split's current rows (a frame, or what a reader keeps of them:
+    `prior.featurestore.numbered_split`; its ``height`` is the distinct rows it read), checked
+    against the split's manifest and against the later records of its builds: `ShortSplitError`
+    when some are missing. A split found short is looked at once more in a fresh listing of the
     catalog (one listed while others committed may miss a record that another one it saw was
     committed after)."""
     for fresh in (False, True):
@@ -244,8 +264,8 @@ def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool
         segments = store.split_segments(dataset, split)
         lost = lost_pairs(store.segments(), dataset, split)
         if not segments and not lost:
-            return store.pair_rows(dataset, split)  # NotFoundError: the store has no such split
-        rows = store.pair_rows(dataset, split, numbers=numbers, columns=columns) if segments else None
+            raise NotFoundError(store.missing_split(dataset, split))
+        rows = read() if segments else None
         shape = split_shape(segments, 0 if rows is None else rows.height, lost)
         if rows is not None and not shape.short:
             return rows
@@ -270,13 +290,19 @@ class SplitRows:
     @property
     def note(self) -> str:
         """``"3 pairs skipped at build: over the 256-word limit"``; empty when none were."""
-        if not self.skipped:
-            return ""
-        if len(self.skipped) == 1:
-            reason, n = next(iter(self.skipped.items()))
-            return f"{n} pair{'s' * (n != 1)} of {self.dataset}/{self.split} skipped at build: {reason}"
-        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]))
-        return f"{self.skipped_pairs} pairs of {self.dataset}/{self.split} skipped at build: {reasons}"
+        return skipped_note(self.dataset, self.split, self.skipped)
+
+
+def skipped_note(dataset: str, split: str, skipped: dict[str, int]) -> str:
+    """What a read says of the pairs of ``dataset``/``split`` it left out (reason → pairs):
+    ``"3 pairs of snli/train skipped at build: over the 256-word limit"``; empty when none were."""
+    if not skipped:
+        return ""
+    if len(skipped) == 1:
+        reason, n = next(iter(skipped.items()))
+        return f"{n} pair{'s' * (n != 1)} of {dataset}/{split} skipped at build: {reason}"
+    reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items(), key=lambda kv: -kv[1]))
+    return f"{sum(skipped.values())} pairs of {dataset}/{split} skipped at build: {reasons}"
 
 
 def leave_out_skipped(rows: pl.DataFrame, skipped: dict[str, str]) -> tuple[pl.DataFrame, dict[str, int]]:
@@ -316,6 +342,6 @@ def served_rows(rows: pl.DataFrame, dataset: str, split: str, parse: str | None,
     return SplitRows(dataset, split, kept, parse, left_out)
 
 
-__all__ = ["SplitRef", "SplitRows", "SplitShape", "checked_rows", "later_refs", "leave_out_skipped", "lost_pairs",
+__all__ = ["SplitRef", "SplitRows", "SplitShape", "checked_read", "checked_rows", "later_refs", "leave_out_skipped", "lost_pairs",
            "manifest_of", "newest_refs", "read_splits", "restore_text", "served_rows", "shape_recipe", "short_split",
-           "split_refs", "split_rows", "split_shape"]
+           "skipped_note", "split_refs", "split_rows", "split_shape"]
