@@ -27,7 +27,7 @@ through HTTP). Timings mean something only on a machine nothing else uses.
 
 ``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
 (``/proc/self/status``) after the imports and the tokenizer, around each step of
-`prior.trainers.split_index.index_split` (the split's checked rows, the feature's entry
+`prior.trainers.split_index.index_split` (the split's rows as numbers, the feature's entry
 selection, each key lookup; steps wrapped where the index calls them), at its end, and 5 s
 later (what the allocator gave back); and the bytes of the arrays the index keeps. Memory, not
 time: a busy machine does not change it.
@@ -224,7 +224,7 @@ def _memory() -> dict[str, int]:
 
 
 def index_memory(args: argparse.Namespace) -> dict[str, Any]:
-    import prior.featurestore.selection as selection
+    import prior.featurestore.numbered_split as numbered_split
     import prior.trainers.split_index as split_index
     from prior.featurestore import open_store
     from prior.trainers import backbones
@@ -243,7 +243,7 @@ def index_memory(args: argparse.Namespace) -> dict[str, Any]:
 
         setattr(module, name, call)
 
-    for module, name in ((selection, "checked_rows"), (split_index, "plan_feature"), (split_index, "_words"),
+    for module, name in ((numbered_split, "numbered_split"), (split_index, "plan_feature"), (split_index, "_words"),
                          (split_index, "locate")):
         watched(module, name)
     store = open_store(args.store, create=False)

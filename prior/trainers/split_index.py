@@ -1,20 +1,22 @@
 """A split resolved once, before any pair is read: its pairs as small integers and where each
 pair's data lies in the store.
 
-:func:`index_split` reads the split's rows through the store's split-row read
-(`Store.split_rows`: checked against the split's manifest, the pairs whose build skipped a
-sentence of the parse read left out and counted, a warning saying so; the pairs' ids are not
-read), selects the feature's entries and the parse (`prior.featurestore.selection`), and
+:func:`index_split` reads the split's rows as numbers
+(`prior.featurestore.numbered_split`: checked against the split's manifest, read a group of
+files at a time, of each pair only its key, its two sentences' numbers and its label code; the
+pairs whose build skipped a sentence of the parse read left out and counted, a warning saying
+so), selects the feature's entries and the parse (`prior.featurestore.selection`), and
 locates every key in the segments that hold it by reading their key columns only. The
-selection's reads (the rows, each entry's keys: `Coverage`) are the index's, so each segment
-file is read once; every key is held as the 128-bit number it spells
-(`prior.featurestore.key_numbers`), converted as the files are read, a third of its text's
-memory. What it keeps is a few integers per pair —
+selection's reads (the numbered split, each entry's keys as `KeyPlaces`) are the index's, so
+each segment file is read once; every key is held as the 128-bit number it spells
+(`prior.featurestore.key_numbers`). What it keeps is a few integers per pair —
 its two sentences (numbered within the split), its label, and per pair entry the segment and
 item holding its value — and per sentence the same for its parse and sentence entries:
 about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
-would take kilobytes. The loader (`prior.trainers.reader`) reads the values themselves
-piece by piece as the run goes.
+would take kilobytes. While it is built it holds besides, per pair, its key (16 bytes) and, per
+entry, its keys' places (28 bytes a key): never a frame of the split's rows
+(bench/RESULTS.md, "The split's index from numbered rows"). The loader
+(`prior.trainers.reader`) reads the values themselves piece by piece as the run goes.
 
 ``fingerprint`` is what a checkpoint records of the data (`prior.json`): the store, the
 split, its pair count and a digest of its pair keys in order, the parse and the entries; a
@@ -34,20 +36,17 @@ import polars as pl
 from prior.errors import DataError
 from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.catalog import Segment
-from prior.featurestore.key_index import KeyIndex, distinct_keys
+from prior.featurestore.key_index import KeyPlaces
 from prior.featurestore.key_numbers import KEY_DIGITS, key_text_bytes, key_texts
+from prior.featurestore.numbered_split import MISSING_LABEL, NumberedCoverage, NumberedSplit
 from prior.featurestore.recipe import FeatureRecipe, render
 from prior.featurestore.segment_files import key_items
-from prior.featurestore.selection import Coverage, ParseSelectionError, Request, build_recipe, select_parse
+from prior.featurestore.selection import ParseSelectionError, Request, build_recipe, select_parse
+from prior.featurestore.splits import skipped_note
 from prior.layouts.views import resolve_view
 from prior.trainers.features import FeaturePlan, MissingFeatureError, plan_feature
 
 log = logging.getLogger(__name__)
-
-# the split's columns the index reads: not the pairs' ids (a dataset's own, up to tens of bytes a
-# pair), which a trainer never looks at
-ROW_COLUMNS = ("row", "pair_key", "key_a", "key_b", "label")
-
 
 @dataclass(frozen=True)
 class Locator:
@@ -104,29 +103,32 @@ def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str
     return str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
 
 
-def _labels(raw: pl.Series, kind: str, names: tuple[str, ...], dataset: str, split: str) -> np.ndarray | None:
-    """Class ids (int64) or scores (float32) of a split's labels; None for an unlabelled split."""
-    if kind == "score":
-        return raw.cast(pl.Float32).to_numpy()
-    if kind != "class" or raw.null_count():
+def _labels(numbered: NumberedSplit) -> np.ndarray | None:
+    """Class ids (int64) or scores (float32) of a numbered split's labels; None for an
+    unlabelled split (a label kind of neither, or a class label missing)."""
+    codes, names = numbered.labels, numbered.label_names
+    if codes is None or numbered.label_kind == "score":
+        return codes
+    if bool((codes == MISSING_LABEL).any()):
         return None
-    unknown = raw.filter(~raw.is_in(list(names)))
-    if unknown.len():
-        raise DataError(f"{dataset}/{split}: label {unknown[0]!r} is not one of {names}", field="label")
-    return raw.replace_strict(list(names), list(range(len(names))), return_dtype=pl.Int64).to_numpy()
+    unknown = codes >= len(names)
+    if unknown.any():
+        label = numbered.unknown_labels[int(codes[int(np.argmax(unknown))]) - len(names)]
+        raise DataError(f"{numbered.dataset}/{numbered.split}: label {label!r} is not one of {names}", field="label")
+    return codes.astype(np.int64)
 
 
-def locate(segments: list[Segment], held: pl.DataFrame, keys: pl.Series) -> tuple[Locator, int]:
-    """Where each of ``keys`` lies in ``segments``, whose keys ``held`` lists with their places
-    (`prior.featurestore.segment_files.key_items`, keys as numbers; the first copy in catalog
-    order), and how many keys none of them holds. Found by binary search
-    (`prior.featurestore.key_index`), not a join: half the transient memory at 500k keys."""
-    found = KeyIndex(held["key"]).find(keys)
+def locate(places: KeyPlaces, keys: pl.Series) -> tuple[Locator, int]:
+    """Where each of ``keys`` lies in the segments whose keys ``places`` indexes
+    (`prior.featurestore.key_index.KeyPlaces`; the first copy in catalog order), and how many
+    keys none of them holds. Found by binary search, not a join: half the transient memory at
+    500k keys."""
+    found = places.index.find(keys)
     held_at = found >= 0
     seg, item = np.full(len(found), -1, dtype=np.int32), np.full(len(found), -1, dtype=np.int32)
-    seg[held_at] = held["seg"].to_numpy()[found[held_at]]
-    item[held_at] = held["item"].to_numpy()[found[held_at]]
-    return Locator(tuple(segments), seg, item), int(len(found) - held_at.sum())
+    seg[held_at] = places.seg[found[held_at]]
+    item[held_at] = places.item[found[held_at]]
+    return Locator(places.segments, seg, item), int(len(found) - held_at.sum())
 
 
 def pairs_digest(pair_keys: pl.Series) -> str:
@@ -153,44 +155,41 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     from a checkpoint). Without a feature the words are those of ``parse`` (a recorded id),
     else of ``parser``'s parse (default: the default parser's). ``limit``: the first pairs only."""
     plan = None
-    # the split's rows and the entries' keys, read once for all below, keys as numbers
-    coverage = Coverage(store, numbers=True, columns=ROW_COLUMNS)
+    # the split's rows as numbers and the entries' keys, read once for all below
+    coverage = NumberedCoverage(store)
     if feature is not None:
         plan = plan_feature(store, feature, dataset, split, view=view, request=request, entries=entries,
                             coverage=coverage)
         parse = plan.parse
     else:
         resolve_view(None, view)  # a view given to a model that reads no feature: its one line
-        every = coverage.rows(dataset, split)
         try:
-            texts = key_texts(distinct_keys(every["key_a"], every["key_b"])).to_list()
+            texts = key_texts(coverage.numbered(dataset, split).sentences).to_list()
             parse = select_parse(store, texts, parse=parse, parser=parser, dataset=dataset, split=split)
         except ParseSelectionError as exc:
             raise MissingFeatureError(str(exc), recipe=exc.recipe) from None
-    # the split's rows as the store serves a read of this parse: checked against its manifest,
+    # the split's pairs as the store serves a read of this parse: checked against its manifest,
     # the pairs whose build skipped a sentence left out (and counted in the note)
-    served = coverage.served(dataset, split, parse)
-    if served.note:
-        log.warning(served.note)
-    rows = served.rows if limit is None else served.rows.head(limit)
-    if rows.height == 0:
-        raise DataError(f"{store.location}: {dataset}/{split} has no pairs" + (f" ({served.note})" if served.note else ""))
-    kind, names = split_labels(store, dataset, split)
-    labels = _labels(rows["label"], kind, names, dataset, split)
-    sentences = distinct_keys(rows["key_a"], rows["key_b"])
-    numbers = KeyIndex(sentences)  # a sentence's number is its place in `sentences`
-    sent_a = numbers.find(rows["key_a"]).astype(np.int32)
-    sent_b = numbers.find(rows["key_b"]).astype(np.int32)
-    del numbers
-    pair_keys, pairs = rows["pair_key"], rows.height
+    served, skipped = coverage.served_numbered(dataset, split, parse)
+    note = skipped_note(dataset, split, skipped)
+    if note:
+        log.warning(note)
+    if limit is not None:
+        served = served.head(limit)
+    if served.height == 0:
+        raise DataError(f"{store.location}: {dataset}/{split} has no pairs" + (f" ({note})" if note else ""))
+    labels = _labels(served)
+    kind, names = served.label_kind, served.label_names
+    sent_a, sent_b, sentences, pair_keys, pairs = (served.sent_a, served.sent_b, served.sentences, served.pair_key,
+                                                   served.height)
     # what is left of the split's rows is their pair keys: the rest goes before the entries are read
-    del rows, served
+    del served
     coverage.forget_split(dataset, split)
     words = _words(store, dataset, split, parse, sentences, feature)
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
     for info in plan.entries if plan else ():
-        loc, missing = locate(*coverage.take_held(info), pair_keys if info.scope == "pair" else sentences)
+        loc, missing = locate(coverage.take_places(info), pair_keys if info.scope == "pair" else sentences)
         if missing:  # the selection checked coverage: only a concurrent gc gets here
             raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
                                       "while being read; read again")
@@ -209,8 +208,8 @@ def _words(store: Store, dataset: str, split: str, parse: str | None, sentences:
     """Where each sentence's parse record lies; `MissingFeatureError` with the build line that
     parses what is missing."""
     segments = [s for s in store.segments("parses") if s.target["parse"] == parse]
-    loc, missing = locate(segments, key_items(store.fs, segments, "parses.parquet", "sent_key", numbers=True),
-                          sentences)
+    loc, missing = locate(KeyPlaces.of(segments, key_items(store.fs, segments, "parses.parquet", "sent_key",
+                                                           numbers=True)), sentences)
     if missing:
         recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
                               features=[FeatureRecipe(feature or "sdoi")])
