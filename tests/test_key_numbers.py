@@ -15,6 +15,7 @@ from prior.featurestore import keys as K
 from prior.featurestore import open_store
 from prior.featurestore.errors import StoreError
 from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers, key_text_bytes, key_texts
+from prior.featurestore.numbered_split import leave_out_numbered, numbered_split
 from prior.featurestore.segment_files import key_items
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import leave_out_skipped
@@ -81,6 +82,12 @@ def test_skipped_sentences_leave_the_same_pairs_out_of_rows_as_numbers(location:
     kept_n, counts_n = leave_out_skipped(Coverage(store, numbers=True).rows("many", "train"), skipped)
     assert counts == counts_n and sum(counts.values()) > 0
     assert key_texts(kept_n["pair_key"]).to_list() == kept["pair_key"].to_list()
+    # and out of the numbered split a training index reads: the same pairs, the sentences they use
+    numbered, counts_s = leave_out_numbered(numbered_split(store, "many", "train"), skipped)
+    assert counts_s == counts and numbered.pair_key.to_list() == kept_n["pair_key"].to_list()
+    sentences = numbered.sentences.to_list()
+    assert [sentences[i] for i in numbered.sent_a] == kept_n["key_a"].to_list()
+    assert first not in set(key_texts(numbered.sentences).to_list())
 
 
 def test_the_index_from_numbers_resolves_the_split_as_its_texts_do(location: Path) -> None:
@@ -89,9 +96,13 @@ def test_the_index_from_numbers_resolves_the_split_as_its_texts_do(location: Pat
     rows = store.pair_rows("many", "train")
     assert index.fingerprint["pairs_digest"] == pairs_digest(rows["pair_key"])
     assert index.pair_keys().tolist() == rows["pair_key"].to_list()
-    sentences = pl.concat([rows["key_a"], rows["key_b"]]).unique(maintain_order=True).to_list()
-    numbered = {k: i for i, k in enumerate(sentences)}
-    assert index.sent_a.tolist() == [numbered[k] for k in rows["key_a"].to_list()]
+    # each sentence number stands for one key, every distinct key has one
+    numbered = dict(zip([*index.sent_a.tolist(), *index.sent_b.tolist()],
+                        [*rows["key_a"].to_list(), *rows["key_b"].to_list()]))
+    sentences = [numbered[i] for i in range(index.sentences)]
+    assert len(set(sentences)) == index.sentences == pl.concat([rows["key_a"], rows["key_b"]]).n_unique()
+    assert [sentences[i] for i in index.sent_a.tolist()] == rows["key_a"].to_list()
+    assert [sentences[i] for i in index.sent_b.tolist()] == rows["key_b"].to_list()
     # each pair's dep item is the one whose key column holds that pair's key
     loc = index.pair_locs[store.entries("dep")[0].key]
     held = [key_items(store.fs, [s], "index.parquet", "key")["key"].to_list() for s in loc.segments]

@@ -21,13 +21,11 @@ from prior.featurestore.numbered_split import (
     KeyNumbering,
     LabelCodes,
     NumberedCoverage,
-    leave_out_numbered,
     numbered_split,
 )
 from prior.featurestore.rebuild import ShortSplitError
 from prior.featurestore.segment_files import frame_groups
 from prior.featurestore.selection import Coverage
-from prior.featurestore.splits import leave_out_skipped
 from prior.trainers.split_index import index_split
 from tests.trainers_fixtures import many_pairs_store
 
@@ -112,20 +110,6 @@ def test_take_renumbers_the_sentences_the_kept_pairs_use_in_their_order(location
     assert part.labels is not None and got.labels is not None and part.labels.tolist() == got.labels[keep].tolist()
     assert got.head(2).pair_key.to_list() == got.pair_key.head(2).to_list()
     assert got.take(np.ones(got.height, dtype=bool)) is got
-
-
-def test_skipped_sentences_leave_out_the_pairs_the_frame_leaves_out(location: Path) -> None:
-    store = open_store(location, create=False)
-    rows = store.pair_rows("many", "train")
-    first, second = rows["key_a"][0], rows["key_b"][5]
-    skipped = {first: "over the 6-word limit", second: "the parser failed", "not a key": "a crafted record"}
-    kept, counts = leave_out_skipped(rows, skipped)
-    numbered, counts_n = leave_out_numbered(numbered_split(store, "many", "train"), skipped)
-    assert counts == counts_n and sum(counts.values()) > 0
-    assert numbered.pair_key.to_list() == key_numbers(kept["pair_key"]).to_list()
-    sentences = numbered.sentences.to_list()
-    assert [sentences[i] for i in numbered.sent_a] == key_numbers(kept["key_a"]).to_list()
-    assert first not in {f"{k:032x}" for k in sentences}
 
 
 def test_the_coverage_of_numbered_splits_counts_what_the_frame_counts(location: Path,
