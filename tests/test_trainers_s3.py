@@ -63,3 +63,43 @@ def test_s3_training_streams_and_the_eval_line_runs(s3: S3, tmp_path: Path,  # n
     assert "key, secret are not recorded" in output
     monkeypatch.setenv("PRIOR_STORAGE_OPTIONS", json.dumps({"key": "testing", "secret": "testing"}))
     assert cli(*shlex.split(line)[1:]).strip().splitlines()[-1].startswith("accuracy=")
+
+
+def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store_reads(
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Every piece of a segment reads its array files: on an object store they are kept as
+    fetched (`SplitReader.files`), so each segment's are fetched once, where a piece a fetch
+    cost a round trip each; a local store keeps none (its page cache does)."""
+    import fsspec
+    import numpy as np
+
+    import prior.trainers.reader as reader
+    from prior.featurestore import StoreRef, open_store
+    from prior.trainers.split_index import index_split
+    from tests.trainers_fixtures import tiny_tokenizer
+
+    local = many_pairs_store(tmp_path / "local", pairs=320, partition=20, splits=("train",))
+    bucket = s3.bucket()
+    options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
+    fsspec.filesystem("s3", **options).put(local.location + "/", f"{bucket}/store/", recursive=True)
+    fetched: list[str] = []
+    real = reader.array_files
+
+    def fetch(fs: Any, segment: Any, names: Any) -> Any:
+        fetched.append(segment.id)
+        return real(fs, segment, names)
+
+    monkeypatch.setattr(reader, "array_files", fetch)
+    remote = open_store(StoreRef(f"s3://{bucket}/store", options), create=False)
+    readers = [reader.SplitReader(index_split(store, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)
+               for store in (remote, local)]
+    assert readers[0].files is not None and readers[1].files is None
+    positions = np.random.default_rng(3).permutation(320)
+    for part in np.array_split(positions, 10):  # 32 pairs from up to 32 pieces of 8: every segment read often
+        got, want = (r.read(np.sort(part)) for r in readers)
+        assert got.source is not None and want.source is not None
+        assert np.array_equal(got.source.batch(got.encoded.seg, got.encoded.wid, got.rows),
+                              want.source.batch(want.encoded.seg, want.encoded.wid, want.rows))
+        assert np.array_equal(got.encoded.input_ids, want.encoded.input_ids)
+    dep = {s.id for s in local.segments("feature") if s.target["name"] == "dep"}
+    assert sorted(fetched) == sorted(dep)  # each of the split's 16 dep segments once, none by the local reader

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Sequence
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
+
+# files of one segment an object store's read fetches at once (`read_checked_files`)
+FETCH_THREADS = 8
 
 _VERIFIED: set[tuple[str, str, str, str]] = set()
 _LOCK = threading.Lock()
@@ -70,13 +74,25 @@ def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
     return data
 
 
-def read_checked_folder(fs: StoreFS, segment: Segment, prefix: str) -> dict[str, bytes]:
-    """Every recorded file below ``prefix/`` of the segment, checked, by path relative to it
-    (a Zarr group's ``zarr.json`` files and chunks). Files present on disk but not recorded are
-    never read."""
+def read_checked_files(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> dict[str, bytes]:
+    """`read_checked` of each of ``inners``, by name. On an object store the files are fetched
+    at once by a few threads: each is a round trip (a Zarr array's ``zarr.json`` and chunks, a
+    reader's every piece), so one after another they cost their latencies added up."""
+    if fs.local or len(inners) < 2:
+        return {inner: read_checked(fs, segment, inner) for inner in inners}
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a pool per call: a loader worker forked while a shared pool's threads lived would inherit a
+    # pool without threads
+    with ThreadPoolExecutor(min(FETCH_THREADS, len(inners)), thread_name_prefix="prior-fetch") as pool:
+        return dict(zip(inners, pool.map(lambda inner: read_checked(fs, segment, inner), inners)))
+
+
+def folder_files(segment: Segment, prefix: str) -> list[str]:
+    """The recorded files below ``prefix/`` of the segment, sorted (a Zarr array's ``zarr.json``
+    and chunks). Files present on disk but not recorded are never read."""
     start = prefix.rstrip("/") + "/"
-    return {inner[len(start):]: read_checked(fs, segment, inner)
-            for inner in sorted(segment.files) if inner.startswith(start)}
+    return [inner for inner in sorted(segment.files) if inner.startswith(start)]
 
 
 def forget(location: str | None = None) -> None:
@@ -94,4 +110,5 @@ def checked_count(location: str) -> int:
     return sum(1 for k in _VERIFIED if k[0] == location)
 
 
-__all__ = ["checked_count", "damaged", "forget", "is_verified", "read_checked", "read_checked_folder"]
+__all__ = ["FETCH_THREADS", "checked_count", "damaged", "folder_files", "forget", "is_verified", "read_checked",
+           "read_checked_files"]

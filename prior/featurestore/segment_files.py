@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from prior.errors import PriorError
 from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
-from prior.featurestore.checked import damaged, is_verified, read_checked, read_checked_folder
+from prior.featurestore.checked import damaged, folder_files, is_verified, read_checked, read_checked_files
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
@@ -192,14 +192,20 @@ def read_parquet_where(fs: StoreFS, segment: Segment, inner: str, columns: Seque
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+def array_files(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, bytes]:
+    """The checked bytes of the Zarr group's ``zarr.json`` and of every recorded file of its
+    arrays ``names``, by path inside the group (`read_checked_files`: on an object store,
+    fetched at once)."""
+    inners = ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
+    return {inner[len("arrays/"):]: data for inner, data in read_checked_files(fs, segment, inners).items()}
+
+
 def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
     """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
     recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
     decoded from the checked bytes; the group's other arrays are not read. A group that still
     cannot be decoded is a `StoreError` naming the segment."""
-    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
-    for name in names:
-        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    files = array_files(fs, segment, names)
     try:
         known = {name: read_flat(files, name) for name in names}
         rest = [name for name, values in known.items() if values is None]
@@ -217,15 +223,14 @@ def index_columns(table: pa.Table, names: Sequence[str]) -> dict[str, np.ndarray
 
 
 def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.ndarray], names: Sequence[str],
-               positions: np.ndarray) -> dict[str, Ragged]:
+               positions: np.ndarray, files: Mapping[str, bytes] | None = None) -> dict[str, Ragged]:
     """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`,
     of any integer type) of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
-    `read_arrays`, then only those items' values are kept, from the pieces that hold them
+    `read_arrays` (``files``: their checked bytes, `array_files`, when the caller keeps them),
+    then only those items' values are kept, from the pieces that hold them
     (`prior.featurestore.tensors.read_flat_ranges`); an array stored otherwise is decoded whole
     and the items taken from it."""
-    files = {"zarr.json": read_checked(fs, segment, "arrays/zarr.json")}
-    for name in names:
-        files.update({f"{name}/{inner}": data for inner, data in read_checked_folder(fs, segment, f"arrays/{name}").items()})
+    files = array_files(fs, segment, names) if files is None else files
     rows = np.asarray(positions, dtype=np.int64)
     columns = index if isinstance(index, Mapping) else index_columns(index, names)
     out: dict[str, Ragged] = {}

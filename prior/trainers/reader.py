@@ -9,6 +9,9 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
 - **pair values** (a `dep` or `wup` matrix per pair) are read a *piece* at a time: the
   values of ``piece`` consecutive pairs of the split, from the segments that hold them, only
   those items' pieces of the flat arrays decompressed (`prior.featurestore.segment_files.read_items`).
+  On an object store a segment's array files are kept as fetched (an eighth of the budget, out
+  of the pieces' share), since every piece of the segment reads them and each fetch is a round
+  trip; a local disk's page cache does that there;
   A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
   is read about once per window;
 - **sentences**: their words, read a parse segment's word column at a time, and their word
@@ -37,7 +40,14 @@ import pyarrow.compute as pc
 
 from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.segment_files import index_columns, indexed_items, read_arrays, read_items, read_parquet
+from prior.featurestore.segment_files import (
+    array_files,
+    index_columns,
+    indexed_items,
+    read_arrays,
+    read_items,
+    read_parquet,
+)
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
 from prior.layouts.ragged import Ragged, item_starts
@@ -121,9 +131,15 @@ class SplitReader:
         # them, at any time of the epoch, so they are kept for the split's every segment (12 MiB
         # for DAFA's dep at 500k pairs)
         self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(budget // 8, lambda t: sum(a.nbytes for a in t.values()))
-        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - 4 * (budget // 8), _ragged_bytes)
         self._fs: StoreFS | None = None
         self._pid = -1
+        # on an object store, a pair entry's segment files as fetched: every piece the segment
+        # holds reads them, and each is a round trip there (a local disk's page cache keeps them)
+        remote = not self.fs.local
+        self.files: LruCache[dict[str, bytes]] | None = (
+            LruCache(budget // 8, lambda f: sum(len(b) for b in f.values())) if remote else None)
+        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - (5 if remote else 4) * (budget // 8),
+                                                            _ragged_bytes)
 
     @property
     def fs(self) -> StoreFS:
@@ -195,7 +211,9 @@ class SplitReader:
             segment = loc.segments[s]
             columns = self.indexes.get((segment.id, info.components),
                                        partial(self._read_index, segment, info.components))
-            parts.append(read_items(self.fs, segment, columns, info.components, items[mine]))
+            files = None if self.files is None else self.files.get(
+                (segment.id, info.components), partial(array_files, self.fs, segment, info.components))
+            parts.append(read_items(self.fs, segment, columns, info.components, items[mine], files))
             which[mine], where[mine] = k, np.arange(len(mine))
         return {c: gather([part[c] for part in parts], which, where) for c in info.components}
 
