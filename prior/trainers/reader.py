@@ -9,11 +9,10 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
 - **pair values** (a `dep` or `wup` matrix per pair) are read a *piece* at a time: the
   values of ``piece`` consecutive pairs of the split, from the segments that hold them, only
   those items' pieces of the flat arrays decompressed (`prior.featurestore.segment_files.read_items`).
-  On an object store a segment's array files are kept as fetched (an eighth of the budget, out
-  of the pieces' share), since every piece of the segment reads them and each fetch is a round
-  trip; a local disk's page cache does that there;
   A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
-  is read about once per window;
+  is read about once per window. On an object store a segment's array files are kept as
+  fetched too (an eighth of the budget, out of the pieces' share): every piece of the segment
+  reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
 - **sentences**: their words, read a parse segment's word column at a time, and their word
   pieces, assembled from each distinct word's pieces (every word tokenized once per reader,
   by the tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values
