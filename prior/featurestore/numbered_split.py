@@ -46,7 +46,6 @@ from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import checked_read
 
 if TYPE_CHECKING:
-    from prior.featurestore.catalog import Segment
     from prior.featurestore.segments import SegmentStore
 
 # the columns of a split's rows a numbered read decodes
@@ -175,21 +174,16 @@ def numbered_split(store: SegmentStore, dataset: str, split: str) -> NumberedSpl
 
 def _read(store: SegmentStore, dataset: str, split: str) -> NumberedSplit:
     segments = store.split_segments(dataset, split)
-    meta = segments[-1].meta if segments else {}
+    meta = segments[-1].meta if segments else {}  # the label kind and names recorded with the split's pairs
     kind, names = str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
-    numbered = _numbered(store, segments, dataset, split, kind, names)
+    groups = (joined for _, joined in frame_groups(store.fs, segments, "pairs.parquet", NUMBERED_COLUMNS,
+                                                   PAIR_KEY_COLUMNS))
+    numbered = _numbered_groups(groups, dataset, split, kind, names)
     if numbered is None:  # rows out of order or written twice: read whole and sorted, one group
         rows = store.pair_rows(dataset, split, numbers=True, columns=NUMBERED_COLUMNS)
         numbered = _numbered_groups([rows], dataset, split, kind, names)
     assert numbered is not None
     return numbered
-
-
-def _numbered(store: SegmentStore, segments: list[Segment], dataset: str, split: str, kind: str,
-              names: tuple[str, ...]) -> NumberedSplit | None:
-    groups = (joined for _, joined in frame_groups(store.fs, segments, "pairs.parquet", NUMBERED_COLUMNS,
-                                                   PAIR_KEY_COLUMNS))
-    return _numbered_groups(groups, dataset, split, kind, names)
 
 
 def _numbered_groups(groups: Iterable[pl.DataFrame], dataset: str, split: str, kind: str,
@@ -252,6 +246,7 @@ class NumberedCoverage(Coverage):
     def __init__(self, store: SegmentStore) -> None:
         super().__init__(store, numbers=True)
         self._numbered: dict[tuple[str, str], NumberedSplit] = {}
+        self._served: dict[tuple[str, str, str], tuple[NumberedSplit, dict[str, int]]] = {}
 
     def numbered(self, dataset: str, split: str) -> NumberedSplit:
         """The split's rows as numbers (`numbered_split`), read once per selection."""
@@ -261,8 +256,11 @@ class NumberedCoverage(Coverage):
 
     def served_numbered(self, dataset: str, split: str, parse: str | None) -> tuple[NumberedSplit, dict[str, int]]:
         """The split's pairs a read that uses ``parse`` serves, and those left out by reason."""
-        numbered = self.numbered(dataset, split)
-        return (numbered, {}) if parse is None else leave_out_numbered(numbered, self.skipped(parse))
+        if parse is None:
+            return self.numbered(dataset, split), {}
+        if (dataset, split, parse) not in self._served:  # asked by each entry's coverage, then by the index
+            self._served[dataset, split, parse] = leave_out_numbered(self.numbered(dataset, split), self.skipped(parse))
+        return self._served[dataset, split, parse]
 
     def _columns(self, dataset: str, split: str, scope: str, parse: str | None) -> list[pl.Series]:
         served, _ = self.served_numbered(dataset, split, parse)
@@ -271,6 +269,8 @@ class NumberedCoverage(Coverage):
     def forget_split(self, dataset: str, split: str) -> None:
         super().forget_split(dataset, split)
         self._numbered.pop((dataset, split), None)
+        for key in [k for k in self._served if k[:2] == (dataset, split)]:
+            del self._served[key]
 
 
 __all__ = ["NUMBERED_COLUMNS", "KeyNumbering", "LabelCodes", "NumberedCoverage", "NumberedSplit",

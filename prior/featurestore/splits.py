@@ -232,13 +232,11 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
             f"sha256 {shape.lost[-1].source[:12]}, than those the split holds now)")
 
 
-def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False,
-                 columns: Sequence[str] | None = None) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers; ``columns``:
-    only these), checked against its manifest and against the later records of its builds:
-    `ShortSplitError` when some are missing (`checked_read`)."""
-    return checked_read(store, dataset, split,
-                        lambda: store.pair_rows(dataset, split, numbers=numbers, columns=columns))
+def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
+    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers), checked
+    against its manifest and against the later records of its builds: `ShortSplitError` when
+    some are missing (`checked_read`)."""
+    return checked_read(store, dataset, split, lambda: store.pair_rows(dataset, split, numbers=numbers))
 
 
 class HasHeight(Protocol):

@@ -54,7 +54,7 @@ MINI_SETTINGS: dict[str, Any] = {"lr": 5e-5, "epochs": 3}
 @dataclass(frozen=True)
 class Task:
     """What a run learns and how it is scored, from the label kind the store records for the
-    training split (`prior.trainers.data.split_labels`): classification over ``label_names``
+    training split (`SplitIndex.label_kind`, `label_names`): classification over ``label_names``
     (cross-entropy, one logit per class) or regression (MSE on one score)."""
 
     kind: Literal["classification", "regression"]

@@ -96,13 +96,6 @@ class SplitIndex:
         return every if positions is None else every[np.asarray(positions, dtype=np.int64)]
 
 
-def split_labels(store: Store, dataset: str, split: str) -> tuple[str, tuple[str, ...]]:
-    """(label kind, class names) recorded with the split's pairs."""
-    segs = store.split_segments(dataset, split)
-    meta = segs[-1].meta if segs else {}
-    return str(meta.get("label_kind", "class")), tuple(meta.get("labels", ()))
-
-
 def _labels(numbered: NumberedSplit) -> np.ndarray | None:
     """Class ids (int64) or scores (float32) of a numbered split's labels; None for an
     unlabelled split (a label kind of neither, or a class label missing)."""
@@ -219,4 +212,4 @@ def _words(store: Store, dataset: str, split: str, parse: str | None, sentences:
     return loc
 
 
-__all__ = ["Locator", "SplitIndex", "index_split", "locate", "pairs_digest", "split_labels"]
+__all__ = ["Locator", "SplitIndex", "index_split", "locate", "pairs_digest"]
