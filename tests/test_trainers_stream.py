@@ -241,6 +241,56 @@ def test_reader_word_pieces_equal_each_sentence_tokenized(store) -> None:
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
+@pytest.mark.parametrize("filler, bound, path", [(0, 1 << 18, "kept"), (10, 34, "read again"), (0, 20, "own words")])
+def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(store, filler: int, bound: int,
+                                                                           path: str) -> None:
+    """A parse segment's words are kept as the word pieces' numbers, each segment read once; when
+    the word pieces start over during a read (their bound), the numbers kept are dropped and the
+    segments read again; when they start over again, only the read's own words are numbered.
+    The batch is the same on every path (the fixture's 2 parse segments hold 17 distinct words
+    each: the bounds below take each path)."""
+    positions = np.random.default_rng(3).permutation(120)[:50]
+    want = reader(store).read(positions).batch(np.arange(50))
+    r = reader(store)
+    r.words.max_words = bound
+    r.words.lookup([f"filler{i}" for i in range(filler)])
+    own: list[int] = []
+    plain = r._word_column
+    r._word_column = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
+    generation = r.words.generation
+    assert same(r.read(positions).batch(np.arange(50)), want)
+    fresh = r.words.generation - generation
+    assert (r.parses.loads, len(own)) == ({"kept": 2, "read again": 4, "own words": 4}[path], int(path == "own words"))
+    assert fresh == 0 if path == "kept" else fresh == 1 if path == "read again" else fresh > 1
+    if path == "kept":
+        assert all(isinstance(w.numbers, np.ndarray) and w.numbers.dtype == np.int32 for w, _ in r.parses._items.values())
+    assert same(r.read(positions).batch(np.arange(50)), want)  # a second read: nothing kept is read again,
+    assert r.parses.loads == {"kept": 2, "read again": 4, "own words": 4}[path]  # and a split past the bound
+    assert len(own) == 2 * int(path == "own words")  # goes to its own words at once
+
+
+def test_reader_of_another_pair_layout_reads_the_stored_words(store) -> None:
+    """A tokenizer that is not BERT's layout encodes pair by pair the words the store holds."""
+    import copy
+
+    from prior.trainers.tokens import bert_pair_layout, encode_each
+
+    left = copy.deepcopy(tiny_tokenizer())
+    left.truncation_side = "left"
+    assert bert_pair_layout(left) is None
+    r = SplitReader(index_split(store, "many", "test"), left, 12)
+    positions = np.random.default_rng(4).permutation(len(r.index))
+    got = r.read(positions).encoded
+    keys = store.split_rows("many", "test", parse=r.index.fingerprint["parse"]).rows
+    words = {k: list(w) for k, w in store.parses(parse=r.index.fingerprint["parse"], columns=("words",))
+             .select("sent_key", "words").iter_rows()}
+    a = [words[k] for k in keys["key_a"].to_list()]
+    b = [words[k] for k in keys["key_b"].to_list()]
+    want = encode_each(left, [a[i] for i in positions], [b[i] for i in positions], 12)
+    for name in ("input_ids", "token_type_ids", "lengths", "seg", "wid"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
 def test_index_keeps_integers_not_texts(store) -> None:
     index = index_split(store, "many", "train", feature="dep")
     arrays = [index.sent_a, index.sent_b, index.labels, *(x for loc in (index.words, *index.pair_locs.values(),

@@ -13,13 +13,19 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   is read about once per window. On an object store a segment's array files are kept as
   fetched too (an eighth of the budget, out of the pieces' share): every piece of the segment
   reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
-- **sentences**: their words, read a parse segment's word column at a time, and their word
-  pieces, assembled from each distinct word's pieces (every word tokenized once per reader,
-  by the tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values
-  (SDOI masks, tf-idf weights, embedding ids), read a feature segment at a time.
+- **sentences**: their words, read a parse segment's word column at a time and kept as the
+  words' numbers (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes
+  about 10 and SNLI's 600k sentences do not fit a cache of strings), and their word pieces,
+  assembled from each distinct word's pieces (every word tokenized once per reader, by the
+  tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values (SDOI masks,
+  tf-idf weights, embedding ids), read a feature segment at a time.
 
 The cache bounds are set in bytes (``cache_mb``, split between the caches; the words' pieces
-are bounded by a count of words); a value is read again when it was dropped. Arrow arrays are
+are bounded by a count of words); a value is read again when it was dropped. Most of the
+budget goes to the sentences' words and values: a window's pairs draw their sentences from
+every segment of the split, window after window, while a piece of pair values is read about
+once an epoch (its cache keeps what a lane's first batch and a batch across two windows read
+again). Arrow arrays are
 made and read through `prior.featurestore.tensors` (pyarrow's own conversions import pandas,
 about a second of a loader worker's first batch). A reader belongs to one process: after a
 fork (a loader worker) it reaches the store through a handle of its own.
@@ -30,6 +36,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -123,22 +130,28 @@ class SplitReader:
         self.layout = bert_pair_layout(tokenizer) if max_length > 3 else None
         self.pad = int(tokenizer.pad_token_id or 0)
         budget = int(cache_mb * 1024 * 1024)
+        self._fs: StoreFS | None = None
+        self._pid = -1
+        remote = not self.fs.local
+        eighth, sixteenth = budget // 8, budget // 16
+        sentence_share = 3 * eighth if not remote else 5 * sixteenth
         self.words = WordPieces(tokenizer)
-        self.parses: LruCache[pa.Array] = LruCache(budget // 8, lambda a: a.nbytes)
-        self.segments: LruCache[dict[str, Ragged]] = LruCache(budget // 4, _ragged_bytes)
+        self._generation = self.words.generation  # the word numbers the parses cache holds
+        self._keep_words = True  # False once the split's words pass the word pieces' bound
+        # a parse segment's sentences as word numbers (44 MiB for 556k synthetic sentences of
+        # 6-30 words)
+        self.parses: LruCache[SegmentWords] = LruCache(sentence_share, lambda w: w.nbytes)
+        self.segments: LruCache[dict[str, Ragged]] = LruCache(sentence_share, _ragged_bytes)
         # a pair entry's segment offsets and shapes, compact: every piece of the segment reads
         # them, at any time of the epoch, so they are kept for the split's every segment (12 MiB
         # for DAFA's dep at 500k pairs)
-        self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(budget // 8, lambda t: sum(a.nbytes for a in t.values()))
-        self._fs: StoreFS | None = None
-        self._pid = -1
+        self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(eighth, lambda t: sum(a.nbytes for a in t.values()))
         # on an object store, a pair entry's segment files as fetched: every piece the segment
         # holds reads them, and each is a round trip there (a local disk's page cache keeps them)
-        remote = not self.fs.local
         self.files: LruCache[dict[str, bytes]] | None = (
-            LruCache(budget // 8, lambda f: sum(len(b) for b in f.values())) if remote else None)
-        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - (5 if remote else 4) * (budget // 8),
-                                                            _ragged_bytes)
+            LruCache(eighth, lambda f: sum(len(b) for b in f.values())) if remote else None)
+        shares = 2 * sentence_share + eighth + (eighth if remote else 0)
+        self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - shares, _ragged_bytes)
 
     @property
     def fs(self) -> StoreFS:
@@ -159,7 +172,7 @@ class SplitReader:
             pieces, counts = self._pieces(sentences)
             encoded = assemble(pieces, ia, ib, self.max_length, self.layout, self.pad)
         else:  # a tokenizer without BERT's pair layout: its own pair encoding
-            words = self._word_lists(sentences).to_pylist()
+            words = self._word_lists(sentences)
             encoded = encode_each(self.tokenizer, [words[i] for i in ia], [words[i] for i in ib], self.max_length)
             counts = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
         source = None
@@ -241,17 +254,64 @@ class SplitReader:
         arrays = read_arrays(self.fs, segment, info.components)
         return {c: indexed_items(table, arrays, c) for c in info.components}
 
-    def _word_lists(self, sentences: np.ndarray) -> pa.ListArray:
-        """The stored words of ``sentences`` (one list each, in that order), from their parse
-        segments' word columns (kept while they fit)."""
+    def _word_numbers(self, sentences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The words of ``sentences`` as their numbers (`WordPieces`), one sentence after the
+        other, and each sentence's word count, from their parse segments (kept as numbers while
+        they fit). When the word pieces start over during the read (the numbers kept before
+        mean nothing then), it is read again; when they start over again, the segments' words
+        together pass the pieces' bound, and from then on only each read's own words are
+        numbered (nothing kept: what every read did before segments were kept as numbers)."""
+        if not self._keep_words:
+            return self._as_numbers(self._word_column(sentences))
+        loc = self.index.words
+        segs, items = loc.seg[sentences], loc.item[sentences]
+        groups = [(int(s), np.flatnonzero(segs == s)) for s in np.unique(segs).tolist()]
+        for _ in range(2):
+            if self._generation != self.words.generation:
+                self.parses.clear()
+                self._generation = self.words.generation
+            held = [self.parses.get((s, self._generation), partial(self._read_words, loc.segments[s]))
+                    for s, _ in groups]
+            if self._generation == self.words.generation:
+                break
+        else:
+            self._keep_words = False
+            self.parses.clear()
+            return self._as_numbers(self._word_column(sentences))
+        counts = np.zeros(len(sentences), np.int64)
+        for (_, mine), words in zip(groups, held):
+            counts[mine] = words.starts[items[mine] + 1] - words.starts[items[mine]]
+        starts = item_starts(counts)
+        numbers = np.empty(int(counts.sum()), np.int32)
+        for (_, mine), words in zip(groups, held):
+            numbers[_ranges(starts[mine], counts[mine])] = words.numbers[_ranges(words.starts[items[mine]], counts[mine])]
+        return numbers, counts
+
+    def _read_words(self, segment: Segment) -> SegmentWords:
+        """A parse segment's sentences as word numbers (a sentence without words: none)."""
+        numbers, counts = self._as_numbers(self._words_of(segment))
+        return SegmentWords(self.words.generation, numbers, np.append(item_starts(counts), counts.sum()))
+
+    def _as_numbers(self, lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+        """Word lists as their words' numbers (int32, one list after the other) and each list's
+        length (a null list: 0)."""
+        counts = np.nan_to_num(numpy_array(pc.list_value_length(lists))).astype(np.int64)
+        encoded = pc.dictionary_encode(pc.list_flatten(lists))
+        known = self.words.lookup(encoded.dictionary)
+        return known[numpy_array(encoded.indices).astype(np.int64)].astype(np.int32), counts
+
+    def _words_of(self, segment: Segment) -> pa.ListArray:
+        column: pa.ListArray = read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
+        return column
+
+    def _word_column(self, sentences: np.ndarray) -> pa.ListArray:
+        """The stored word lists of ``sentences``, in that order, read from their segments
+        (nothing kept)."""
         loc = self.index.words
         segs, items = loc.seg[sentences], loc.item[sentences]
         order = np.argsort(segs, kind="stable")
-        parts = []
-        for s in np.unique(segs).tolist():
-            mine = order[np.searchsorted(segs[order], s):np.searchsorted(segs[order], s, side="right")]
-            column = self.parses.get(int(s), partial(self._read_words, loc.segments[s]))
-            parts.append(column.take(arrow_array(items[mine])))
+        parts = [self._words_of(loc.segments[s]).take(arrow_array(items[order[lo:hi]]))
+                 for s, lo, hi in _runs(segs[order])]
         if not parts:
             return pa.nulls(0, type=pa.list_(pa.string()))
         back = np.empty(len(order), np.int64)
@@ -259,19 +319,48 @@ class SplitReader:
         lists: pa.ListArray = pa.concat_arrays(parts).take(arrow_array(back))
         return lists
 
-    def _read_words(self, segment: Segment) -> pa.Array:
-        return read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
+    def _word_lists(self, sentences: np.ndarray) -> list[list[str]]:
+        """The stored words of ``sentences`` (one list each, in that order)."""
+        numbers, counts = self._word_numbers(sentences)
+        flat = self.words.known.take(arrow_array(numbers)).to_pylist()
+        ends = np.cumsum(counts).tolist()
+        return [flat[end - n:end] for end, n in zip(ends, counts.tolist())]
 
     def _pieces(self, sentences: np.ndarray) -> tuple[Pieces, np.ndarray]:
-        """The word pieces of ``sentences`` and their word counts: their words read, each
-        distinct word looked up (tokenized once per reader, `prior.trainers.tokens.WordPieces`)
-        and the sentences assembled from the words' pieces."""
-        lists = self._word_lists(sentences)
-        counts = np.nan_to_num(numpy_array(pc.list_value_length(lists))).astype(np.int64)  # a null list: 0
-        encoded = pc.dictionary_encode(pc.list_flatten(lists))
-        known = self.words.lookup(encoded.dictionary)
-        numbers = known[numpy_array(encoded.indices).astype(np.int64)]
+        """The word pieces of ``sentences`` and their word counts: their words' numbers read and
+        the sentences assembled from the words' pieces (each word tokenized once per reader,
+        `prior.trainers.tokens.WordPieces`)."""
+        numbers, counts = self._word_numbers(sentences)
         return self.words.sentences(numbers, counts), counts
+
+
+@dataclass(frozen=True)
+class SegmentWords:
+    """A parse segment's sentences as the numbers `WordPieces` gave their words (in its
+    ``generation``): sentence ``i``'s words are ``numbers[starts[i]:starts[i + 1]]``."""
+
+    generation: int
+    numbers: np.ndarray  # int32, every word of the segment, sentence after sentence
+    starts: np.ndarray  # int64 (sentences + 1)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.numbers.nbytes + self.starts.nbytes)
+
+
+def _runs(values: np.ndarray) -> list[tuple[int, int, int]]:
+    """(value, start, end) of each run of equal ``values`` (sorted)."""
+    if len(values) == 0:
+        return []
+    cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(values)]])
+    return [(int(values[a]), int(a), int(b)) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``arange(starts[k], starts[k] + counts[k])`` for every k, one after the other."""
+    counts = np.asarray(counts, np.int64)
+    return np.repeat(np.asarray(starts, np.int64) - item_starts(counts), counts) + np.arange(int(counts.sum()))
 
 
 __all__ = ["DEFAULT_CACHE_MB", "SplitReader", "gather"]

@@ -228,9 +228,13 @@ class WordPieces:
     def __init__(self, tokenizer: Any, max_words: int = 1 << 18) -> None:
         _check_fast(tokenizer)
         self.tokenizer, self.max_words = tokenizer, max_words
+        self.generation = -1
         self.clear()
 
     def clear(self) -> None:
+        """Forget every word: the numbers given so far mean nothing from now on (``generation``
+        counts the fresh starts, so that words kept as numbers elsewhere can be told stale)."""
+        self.generation += 1
         self.known = _large_strings([])  # the known words, by number
         self.ids = np.zeros(0, dtype=np.int32)  # the known words' pieces, one after the other
         self.starts = np.zeros(0, dtype=np.int64)  # where word k's pieces start in ids
