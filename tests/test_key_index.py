@@ -66,6 +66,27 @@ def test_keys_that_share_their_high_half_are_told_apart_by_the_low_one() -> None
     assert index.find(_keys(wanted)).tolist() == [4, 0, -1, 2, 5, 1, -1] == _first_positions(held, wanted)
 
 
+def test_new_keys_joined_into_an_index_are_found_at_their_positions_and_sorted_ones_alike() -> None:
+    """`KeyIndex.joined` merges distinct new keys into the sorted ones (key i of them at ``first
+    + i``): the index found in the same way as one made of all the keys; `find_sorted` gives
+    `find`'s answers; a new key sharing its high half with a held one is refused (None)."""
+    rng = np.random.default_rng(5)
+    distinct = [int(h) << 64 | int(lo) for h, lo in rng.integers(0, 2**63, size=(900, 2), dtype=np.uint64)]
+    index = KeyIndex(_keys(distinct[:100]))
+    for start in range(100, 800, 175):  # runs of new keys, merged one after another
+        joined = index.joined(_keys(distinct[start:start + 175]), start)
+        assert joined is not None
+        index = joined
+    wanted = [distinct[i] for i in rng.integers(0, 900, size=1000)]  # some never held
+    assert index.find(_keys(wanted)).tolist() == _first_positions(distinct[:800], wanted)
+    assert np.array_equal(index.hi, np.sort(index.hi)) and index.position.dtype == np.int32
+    distinct_wanted = list(dict.fromkeys(wanted))
+    assert (index.find_sorted(KeyIndex(_keys(distinct_wanted))).tolist()
+            == index.find(_keys(distinct_wanted)).tolist())
+    assert index.joined(_keys([(distinct[3] >> 64 << 64) | 1]), 800) is None  # the high half of a held key
+    assert KeyIndex(_keys([])).joined(_keys([4, 2]), 0).find(_keys([2, 4, 3])).tolist() == [1, 0, -1]  # type: ignore[union-attr]
+
+
 def test_an_empty_index_holds_nothing() -> None:
     index = KeyIndex(_keys([]))
     assert len(index) == 0 and index.find(_keys([1, 2])).tolist() == [-1, -1]

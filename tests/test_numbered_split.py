@@ -180,11 +180,11 @@ def test_an_unknown_label_is_named_and_a_missing_one_leaves_the_split_unlabelled
     assert index_split(open_store(tmp_path / "s", create=False), "many", "unlabelled").labels is None
 
 
-def test_key_numbering_keeps_each_keys_number_across_calls_and_merges() -> None:
+def test_key_numbering_keeps_each_keys_number_across_calls() -> None:
     keys = key_numbers(pl.Series("k", [K.sentence_key(f"s{i}") for i in range(400)]))
     numbering, want = KeyNumbering(), {}
     rng = np.random.default_rng(0)
-    for call in range(20):  # more calls than runs kept: merged on the way
+    for call in range(20):  # each call's new keys merged into the keys numbered
         a = keys.gather(rng.integers(0, 20 * (call + 1), 30))
         b = keys.gather(rng.integers(0, 400, 30))
         for key in [*dict.fromkeys(a.to_list()), *dict.fromkeys(b.to_list())]:
@@ -193,3 +193,16 @@ def test_key_numbering_keeps_each_keys_number_across_calls_and_merges() -> None:
         assert got_a.tolist() == [want[k] for k in a.to_list()]
         assert got_b.tolist() == [want[k] for k in b.to_list()]
     assert numbering.keys().to_list() == list(want) and numbering.count == len(want)
+
+
+def test_key_numbering_of_keys_that_share_their_high_half() -> None:
+    """Keys of a crafted store, with one high half among several: each call's new keys cannot
+    be merged by high half, the numbered keys are indexed anew, and the numbers stay."""
+    keys = [(1 << 64) | 9, (1 << 64) | 3, (2 << 64) | 3, 7, (1 << 64) | 5, (2 << 64) | 1]
+    numbering, want = KeyNumbering(), {}
+    for a, b in ((keys[:2], keys[2:3]), (keys[1:4], keys[:1]), (keys[4:], keys[::-1])):
+        for key in [*dict.fromkeys(a), *dict.fromkeys(b)]:
+            want.setdefault(key, len(want))
+        got = numbering.number(pl.Series(a, dtype=KEY_NUMBER), pl.Series(b, dtype=KEY_NUMBER))
+        assert [g.tolist() for g in got] == [[want[k] for k in a], [want[k] for k in b]]
+    assert numbering.keys().to_list() == list(want)

@@ -58,6 +58,21 @@ class KeyIndex:
     def __len__(self) -> int:
         return len(self.hi)
 
+    def joined(self, keys: pl.Series, first: int) -> KeyIndex | None:
+        """This index and distinct ``keys`` it does not hold, key ``i`` of them at position
+        ``first + i``: the new keys merged into the sorted ones (no key sorted again). None
+        where a new key shares its high half with a held one (crafted stores only): the joined
+        keys are then to be indexed anew."""
+        new = KeyIndex(keys)
+        at = np.searchsorted(self.hi, new.hi)
+        if len(self.hi) and bool((self.hi[np.minimum(at, len(self.hi) - 1)] == new.hi).any()):
+            return None
+        joined = object.__new__(KeyIndex)
+        joined.hi, joined.lo = np.insert(self.hi, at, new.hi), np.insert(self.lo, at, new.lo)
+        position = np.insert(self.position.astype(np.int64), at, new.position.astype(np.int64) + first)
+        joined.position = position.astype(np.int32) if len(position) and position.max() < 2**31 else position
+        return joined
+
     def find(self, keys: pl.Series) -> np.ndarray:
         """For each of ``keys``, the first position of the same key in the keys the index was
         made of; -1 for a key it does not hold (int64, one per key). Looked up ``FIND_CHUNK``
@@ -67,8 +82,17 @@ class KeyIndex:
             found[start:start + FIND_CHUNK] = self._find(keys.slice(start, FIND_CHUNK))
         return found
 
+    def find_sorted(self, other: KeyIndex) -> np.ndarray:
+        """`find` for the keys of ``other``, in the order they were given to it: looked up in
+        their sorted order, which a binary search walks far faster than keys in any order."""
+        found = np.empty(len(other), dtype=np.int64)
+        found[other.position] = self._find_halves(other.hi, other.lo)
+        return found
+
     def _find(self, keys: pl.Series) -> np.ndarray:
-        hi, lo = key_halves(keys)
+        return self._find_halves(*key_halves(keys))
+
+    def _find_halves(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         if not len(self.hi):
             return np.full(len(hi), -1, dtype=np.int64)
         at = np.searchsorted(self.hi, hi)

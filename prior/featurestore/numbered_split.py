@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 # the columns of a split's rows a numbered read decodes
 NUMBERED_COLUMNS = ("row", *PAIR_KEY_COLUMNS, "label")
 MISSING_LABEL = -1
-# key runs a `KeyNumbering` keeps before it merges them into one
-_MAX_RUNS = 8
 
 
 @dataclass(frozen=True)
@@ -98,32 +96,32 @@ class NumberedSplit:
 
 class KeyNumbering:
     """Numbers keys (``UInt128``) by first appearance over many calls: the numbers a key got
-    stay its own. New keys are kept as runs, each with its `KeyIndex`, merged into one when
-    there are more than eight: a split's distinct sentences are found without hashing its
-    whole key columns."""
+    stay its own. The keys numbered so far are held sorted in one `KeyIndex`, each call's new
+    keys merged into it (`KeyIndex.joined`): a split's distinct sentences are found without
+    hashing its whole key columns, and each group's keys are looked up once."""
 
     def __init__(self) -> None:
         self._keys: list[pl.Series] = []
-        self._runs: list[tuple[int, KeyIndex]] = []  # (number of the run's first key, its index)
+        self._index: KeyIndex | None = None  # every key numbered, at its number
         self.count = 0
 
     def number(self, *columns: pl.Series) -> list[np.ndarray]:
         """Each column's numbers (int32), the keys no earlier call had numbered given the next
         numbers in the order of `distinct_keys` (each column's new ones in turn). The call's
-        distinct keys are looked up in the runs, the columns only among those."""
+        distinct keys are looked up among those numbered, the columns only among those."""
         group = distinct_keys(*columns)
-        numbers = self._find(group)
+        local = KeyIndex(group)
+        numbers = self._index.find_sorted(local) if self._index is not None else np.full(group.len(), -1, np.int64)
         new = numbers < 0
         fresh = int(new.sum())
         if fresh:
             keys = group.filter(pl.Series(new))
             numbers[new] = np.arange(self.count, self.count + fresh)
             self._keys.append(keys)
-            self._runs.append((self.count, KeyIndex(keys)))
+            joined = None if self._index is None else self._index.joined(keys, self.count)
             self.count += fresh
-            if len(self._runs) > _MAX_RUNS:  # the runs' keys in number order: a key's position is its number
-                self._runs = [(0, KeyIndex(self.keys()))]
-        local = KeyIndex(group)
+            # the keys in number order: a key's position is its number
+            self._index = joined if joined is not None else KeyIndex(self.keys())
         return [numbers[local.find(c)].astype(np.int32) for c in columns]
 
     def keys(self) -> pl.Series:
@@ -133,14 +131,6 @@ class KeyNumbering:
         keys = pl.concat(self._keys, rechunk=True)
         self._keys = [keys]
         return keys
-
-    def _find(self, keys: pl.Series) -> np.ndarray:
-        out = np.full(keys.len(), -1, dtype=np.int64)
-        for first, run in self._runs:
-            found = run.find(keys)
-            hit = found >= 0
-            out[hit] = found[hit] + first
-        return out
 
 
 class LabelCodes:
