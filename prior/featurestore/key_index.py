@@ -90,7 +90,13 @@ class KeyIndex:
         return found
 
     def _find(self, keys: pl.Series) -> np.ndarray:
-        return self._find_halves(*key_halves(keys))
+        """`_find_halves` of the keys in their sorted order: a binary search over half a
+        million keys walks sorted ones about three times faster, their sort included."""
+        hi, lo = key_halves(keys)
+        order = np.argsort(hi)
+        found = np.empty(len(hi), dtype=np.int64)
+        found[order] = self._find_halves(hi[order], lo[order])
+        return found
 
     def _find_halves(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         if not len(self.hi):
