@@ -167,9 +167,9 @@ def test_stream_first_batch_reads_its_own_pairs_then_whole_windows(store) -> Non
     reads: list[int] = []
     plain = r.read
 
-    def counted(positions):
+    def counted(positions, **kw):
         reads.append(len(positions))
-        return plain(positions)
+        return plain(positions, **kw)
 
     r.read = counted  # type: ignore[method-assign]
     batches = run(TrainStream(r, batch_size=2, shuffle=SMALL, epochs=1))
@@ -267,6 +267,23 @@ def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(stor
     assert same(r.read(positions).batch(np.arange(50)), want)  # a second read: nothing kept is read again,
     assert r.parses.loads == {"kept": 2, "read again": 4, "own words": 4}[path]  # and a split past the bound
     assert len(own) == 2 * int(path == "own words")  # goes to its own words at once
+
+
+def test_a_read_of_one_batch_numbers_its_own_words_until_the_segments_are_held(store) -> None:
+    """A lane's first batch (``keep=False``) does not wait for whole parse segments to be
+    numbered: its own words are read and nothing is kept; once a read has kept every segment
+    it lies in, it uses them. The batch is the same either way."""
+    positions = np.arange(0, 120, 13)
+    want = reader(store).read(positions).batch(np.arange(len(positions)))
+    r = reader(store)
+    own: list[int] = []
+    plain = r._word_column
+    r._word_column = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
+    assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
+    assert (r.parses.loads, len(r.parses), len(own)) == (0, 0, 1)
+    r.read(np.arange(120))  # a window: every segment numbered and kept
+    assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
+    assert (r.parses.loads, len(own)) == (2, 1)
 
 
 def test_reader_of_another_pair_layout_reads_the_stored_words(store) -> None:

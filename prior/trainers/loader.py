@@ -183,8 +183,9 @@ class TrainStream(IterableDataset[TrainBatch]):
             part = order[max(bounds[w], first * self.batch_size):min(bounds[w + 1], end * self.batch_size)]
             positions, window = self._window_data(lane, (epoch, w), part)
             arrays = window.batch_arrays(np.searchsorted(positions, share.positions))
-        else:  # straddling two windows, or a lane's first batch (made before its window is read)
-            arrays = self.reader.read(share.positions).batch_arrays(np.arange(len(share.positions)))
+        else:  # straddling two windows, or a lane's first batch (made before its window is read,
+            # and before whole parse segments are numbered for it)
+            arrays = self.reader.read(share.positions, keep=False).batch_arrays(np.arange(len(share.positions)))
         return TrainBatch(epoch, step, arrays, share.weights, share.global_size, time.perf_counter() - t0,
                           positions=share.positions)
 

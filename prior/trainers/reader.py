@@ -161,18 +161,21 @@ class SplitReader:
         return self._fs
 
     # ------------------------------------------------------------------ pairs
-    def read(self, positions: np.ndarray | Sequence[int]) -> PairData:
-        """The pairs at ``positions`` of the split, in that order."""
+    def read(self, positions: np.ndarray | Sequence[int], *, keep: bool = True) -> PairData:
+        """The pairs at ``positions`` of the split, in that order. ``keep`` False: a read of one
+        batch, which should not wait for whole parse segments to be numbered and kept (a lane's
+        first batch): its words are numbered on their own, unless the cache holds every
+        segment they lie in."""
         index = self.index
         pos = np.asarray(positions, dtype=np.int64)
         n = len(pos)
         sentences, inverse = np.unique(np.concatenate([index.sent_a[pos], index.sent_b[pos]]), return_inverse=True)
         ia, ib = inverse[:n], inverse[n:]
         if self.layout is not None:
-            pieces, counts = self._pieces(sentences)
+            pieces, counts = self._pieces(sentences, keep)
             encoded = assemble(pieces, ia, ib, self.max_length, self.layout, self.pad)
         else:  # a tokenizer without BERT's pair layout: its own pair encoding
-            words = self._word_lists(sentences)
+            words = self._word_lists(sentences, keep)
             encoded = encode_each(self.tokenizer, [words[i] for i in ia], [words[i] for i in ib], self.max_length)
             counts = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
         source = None
@@ -254,18 +257,22 @@ class SplitReader:
         arrays = read_arrays(self.fs, segment, info.components)
         return {c: indexed_items(table, arrays, c) for c in info.components}
 
-    def _word_numbers(self, sentences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _word_numbers(self, sentences: np.ndarray, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The words of ``sentences`` as their numbers (`WordPieces`), one sentence after the
         other, and each sentence's word count, from their parse segments (kept as numbers while
         they fit). When the word pieces start over during the read (the numbers kept before
         mean nothing then), it is read again; when they start over again, the segments' words
         together pass the pieces' bound, and from then on only each read's own words are
-        numbered (nothing kept: what every read did before segments were kept as numbers)."""
+        numbered (nothing kept: what every read did before segments were kept as numbers).
+        ``keep`` False (`read`): the read's own words, unless every segment is held."""
         if not self._keep_words:
             return self._as_numbers(self._word_column(sentences))
         loc = self.index.words
         segs, items = loc.seg[sentences], loc.item[sentences]
         groups = [(int(s), np.flatnonzero(segs == s)) for s in np.unique(segs).tolist()]
+        if not keep and (self._generation != self.words.generation
+                         or not all((s, self._generation) in self.parses for s, _ in groups)):
+            return self._as_numbers(self._word_column(sentences))
         for _ in range(2):
             if self._generation != self.words.generation:
                 self.parses.clear()
@@ -319,18 +326,18 @@ class SplitReader:
         lists: pa.ListArray = pa.concat_arrays(parts).take(arrow_array(back))
         return lists
 
-    def _word_lists(self, sentences: np.ndarray) -> list[list[str]]:
+    def _word_lists(self, sentences: np.ndarray, keep: bool = True) -> list[list[str]]:
         """The stored words of ``sentences`` (one list each, in that order)."""
-        numbers, counts = self._word_numbers(sentences)
+        numbers, counts = self._word_numbers(sentences, keep)
         flat = self.words.known.take(arrow_array(numbers)).to_pylist()
         ends = np.cumsum(counts).tolist()
         return [flat[end - n:end] for end, n in zip(ends, counts.tolist())]
 
-    def _pieces(self, sentences: np.ndarray) -> tuple[Pieces, np.ndarray]:
+    def _pieces(self, sentences: np.ndarray, keep: bool = True) -> tuple[Pieces, np.ndarray]:
         """The word pieces of ``sentences`` and their word counts: their words' numbers read and
         the sentences assembled from the words' pieces (each word tokenized once per reader,
         `prior.trainers.tokens.WordPieces`)."""
-        numbers, counts = self._word_numbers(sentences)
+        numbers, counts = self._word_numbers(sentences, keep)
         return self.words.sentences(numbers, counts), counts
 
 
