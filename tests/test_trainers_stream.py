@@ -269,21 +269,24 @@ def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(stor
     assert len(own) == 2 * int(path == "own words")  # goes to its own words at once
 
 
-def test_a_read_of_one_batch_numbers_its_own_words_until_the_segments_are_held(store) -> None:
-    """A lane's first batch (``keep=False``) does not wait for whole parse segments to be
-    numbered: its own words are read and nothing is kept; once a read has kept every segment
-    it lies in, it uses them. The batch is the same either way."""
+@pytest.mark.parametrize("feature", ["dep", "sdoi", "emb", "wup"])
+def test_a_read_of_one_batch_reads_its_own_items_until_the_cache_holds_them(store, feature: str) -> None:
+    """A lane's first batch (``keep=False``) does not wait for whole pieces, feature segments
+    and parse segments: it reads its own items and words and keeps nothing; once a read has
+    kept what it lies in, it uses that. The batch is the same either way."""
     positions = np.arange(0, 120, 13)
-    want = reader(store).read(positions).batch(np.arange(len(positions)))
-    r = reader(store)
+    want = reader(store, feature).read(positions).batch(np.arange(len(positions)))
+    r = reader(store, feature)
     own: list[int] = []
     plain = r._word_column
     r._word_column = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
     assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
-    assert (r.parses.loads, len(r.parses), len(own)) == (0, 0, 1)
-    r.read(np.arange(120))  # a window: every segment numbered and kept
+    assert (len(r.parses), len(r.pieces), len(r.segments), len(own)) == (0, 0, 0, 1)
+    r.read(np.arange(120))  # a window: every piece and segment read and kept
+    loads = (r.parses.loads, r.pieces.loads, r.segments.loads)
     assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
-    assert (r.parses.loads, len(own)) == (2, 1)
+    assert (r.parses.loads, r.pieces.loads, r.segments.loads) == loads and len(own) == 1
+    assert r.pieces.loads + r.segments.loads > 0  # the feature's values went through the caches
 
 
 def test_reader_of_another_pair_layout_reads_the_stored_words(store) -> None:

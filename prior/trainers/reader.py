@@ -163,9 +163,10 @@ class SplitReader:
     # ------------------------------------------------------------------ pairs
     def read(self, positions: np.ndarray | Sequence[int], *, keep: bool = True) -> PairData:
         """The pairs at ``positions`` of the split, in that order. ``keep`` False: a read of one
-        batch, which should not wait for whole parse segments to be numbered and kept (a lane's
-        first batch): its words are numbered on their own, unless the cache holds every
-        segment they lie in."""
+        batch, which should not wait for whole pieces and segments to be read and kept (a
+        lane's first batch, whose 32 pairs lie in 32 pieces and as many segments): of what the
+        cache does not hold, only the batch's own items and words are read, and nothing is
+        kept."""
         index = self.index
         pos = np.asarray(positions, dtype=np.int64)
         n = len(pos)
@@ -180,7 +181,7 @@ class SplitReader:
             counts = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
         source = None
         if index.plan is not None:
-            source = index.plan.source(self._values(pos, sentences, ia, ib))
+            source = index.plan.source(self._values(pos, sentences, ia, ib, keep))
         labels = None if index.labels is None else index.labels[pos]
         data = PairData(dataset=index.dataset, split=index.split, labels=labels, label_kind=index.label_kind,
                         label_names=index.label_names, encoded=encoded, source=source,
@@ -188,23 +189,29 @@ class SplitReader:
                         word_counts=np.stack([counts[ia], counts[ib]], axis=1).reshape(-1, 2))
         return data if self.features == "stored" else data.with_features(self.features)
 
-    def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> dict[str, Ragged]:
+    def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                keep: bool = True) -> dict[str, Ragged]:
         """The feature entries' values for the pairs (frame column → one item per pair)."""
         assert self.index.plan is not None
         values: dict[str, Ragged] = {}
         for info in self.index.plan.entries:
             if info.scope == "pair":
-                for comp, items in self._pair_items(info, pos).items():
+                for comp, items in self._pair_items(info, pos, keep).items():
                     values[column_name(info.name, comp)] = items
                 continue
-            for comp, items in self._sentence_items(info, sentences).items():
+            for comp, items in self._sentence_items(info, sentences, keep).items():
                 values[column_name(info.name, comp) + "_a"] = items.take(ia)
                 values[column_name(info.name, comp) + "_b"] = items.take(ib)
         return values
 
-    def _pair_items(self, info: EntryInfo, pos: np.ndarray) -> dict[str, Ragged]:
-        """A pair entry's items for the pairs at ``pos``, through the cached pieces."""
+    def _pair_items(self, info: EntryInfo, pos: np.ndarray, keep: bool = True) -> dict[str, Ragged]:
+        """A pair entry's items for the pairs at ``pos``, through the cached pieces; ``keep``
+        False (`read`): the pieces held, and of the others only the items asked for (a batch's
+        pairs lie in as many pieces as it has pairs)."""
         pieces, local = np.divmod(pos, self.piece)
+        if not keep and not all((info.key, int(p)) in self.pieces for p in np.unique(pieces).tolist()):
+            loc = self.index.pair_locs[info.key]
+            return self._items(info, loc, loc.seg[pos], loc.item[pos])
         wanted, which = np.unique(pieces, return_inverse=True)
         loaded = [self.pieces.get((info.key, int(p)), partial(self._read_piece, info, int(p))) for p in wanted]
         return {c: gather([part[c] for part in loaded], which, local) for c in info.components}
@@ -242,12 +249,15 @@ class SplitReader:
                                                   components).items()}
 
     # ------------------------------------------------------------------ sentences
-    def _sentence_items(self, info: EntryInfo, sentences: np.ndarray) -> dict[str, Ragged]:
+    def _sentence_items(self, info: EntryInfo, sentences: np.ndarray, keep: bool = True) -> dict[str, Ragged]:
         """A sentence entry's items for ``sentences`` (numbered within the split), through the
-        cached segments."""
+        cached segments; ``keep`` False (`read`): the segments held, and of the others only the
+        items asked for."""
         loc = self.index.sentence_locs[info.key]
         segs, items = loc.seg[sentences], loc.item[sentences]
         wanted, which = np.unique(segs, return_inverse=True)
+        if not keep and not all((info.key, int(s)) in self.segments for s in wanted.tolist()):
+            return self._items(info, loc, segs, items)
         loaded = [self.segments.get((info.key, int(s)), partial(self._read_segment, info, loc.segments[int(s)]))
                   for s in wanted]
         return {c: gather([part[c] for part in loaded], which, items) for c in info.components}
