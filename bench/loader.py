@@ -4,6 +4,7 @@
     python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
     python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
     python bench/loader.py make STORE --pairs 500000 --sentences 63000 [--ids]  # a store without parsing (synthetic)
+    python bench/loader.py make STORE --pairs 500000 --sentences 600000 --ids   # ... with SNLI's ratio of sentences to pairs
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),

@@ -129,8 +129,8 @@ class OracleReader:
         self.reader, self.model, self.levels = reader, model, levels
         self.index = replace(reader.index, fingerprint={**reader.index.fingerprint, "oracle": model})
 
-    def read(self, positions: Any) -> Any:
-        return with_oracle(self.reader.read(positions), self.model, self.levels)
+    def read(self, positions: Any, *, keep: bool = True) -> Any:
+        return with_oracle(self.reader.read(positions, keep=keep), self.model, self.levels)
 
 
 def train_with_oracle(cfg: Any, model: str, given: tuple[float, ...] | None = None) -> dict[str, Any]:

@@ -11,11 +11,12 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   those items' pieces of the flat arrays decompressed (`prior.featurestore.segment_files.read_items`).
   A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
   is read about once per window. On an object store a segment's array files are kept as
-  fetched too (an eighth of the budget, out of the pieces' share): every piece of the segment
+  fetched too (an eighth of the budget, out of the sentences' shares): every piece of the segment
   reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
 - **sentences**: their words, read a parse segment's word column at a time and kept as the
   words' numbers (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes
-  about 10 and SNLI's 600k sentences do not fit a cache of strings), and their word pieces,
+  about 11, and a split with about as many sentences as pairs, as SNLI's, did not fit a cache
+  of strings), and their word pieces,
   assembled from each distinct word's pieces (every word tokenized once per reader, by the
   tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values (SDOI masks,
   tf-idf weights, embedding ids), read a feature segment at a time.
@@ -138,7 +139,7 @@ class SplitReader:
         self.words = WordPieces(tokenizer)
         self._generation = self.words.generation  # the word numbers the parses cache holds
         self._keep_words = True  # False once the split's words pass the word pieces' bound
-        # a parse segment's sentences as word numbers (44 MiB for 556k synthetic sentences of
+        # a parse segment's sentences as word numbers (42.5 MiB for 556k synthetic sentences of
         # 6-30 words)
         self.parses: LruCache[SegmentWords] = LruCache(sentence_share, lambda w: w.nbytes)
         self.segments: LruCache[dict[str, Ragged]] = LruCache(sentence_share, _ragged_bytes)
