@@ -224,11 +224,23 @@ def test_reader_with_a_tiny_cache_reads_again_and_gives_the_same(store) -> None:
     assert small.pieces.nbytes <= small.pieces.max_bytes and small.parses.nbytes <= small.parses.max_bytes
 
 
-def test_reader_word_pieces_equal_each_sentence_tokenized(store) -> None:
+@pytest.mark.parametrize("layout", ["bert", "other"])
+def test_reader_word_pieces_equal_each_sentence_tokenized(store, layout: str) -> None:
     """The reader's pairs, assembled from each distinct word's pieces across parse segments
     (the test split's sentences were parsed with train's, in another order), in a shuffled
-    order, are the pairs each whole sentence's tokenization gives (`encode_pairs`)."""
-    r = SplitReader(index_split(store, "many", "test"), tiny_tokenizer(), 64)
+    order, are the pairs each whole sentence's tokenization gives (`encode_pairs`); with a
+    tokenizer that is not BERT's layout (it truncates on the left), the pairs its own pair
+    encoding gives the stored words (`encode_each`)."""
+    import copy
+
+    from prior.trainers.tokens import bert_pair_layout, encode_each
+
+    tok, length = tiny_tokenizer(), 64
+    if layout == "other":
+        tok, length = copy.deepcopy(tok), 12
+        tok.truncation_side = "left"
+        assert bert_pair_layout(tok) is None
+    r = SplitReader(index_split(store, "many", "test"), tok, length)
     positions = np.random.default_rng(2).permutation(len(r.index))
     got = r.read(positions).encoded
     keys = store.split_rows("many", "test", parse=r.index.fingerprint["parse"]).rows
@@ -236,7 +248,8 @@ def test_reader_word_pieces_equal_each_sentence_tokenized(store) -> None:
              .select("sent_key", "words").iter_rows()}
     a = [words[k] for k in keys["key_a"].to_list()]
     b = [words[k] for k in keys["key_b"].to_list()]
-    want = encode_pairs(tiny_tokenizer(), [a[i] for i in positions], [b[i] for i in positions], 64)
+    encode = encode_pairs if layout == "bert" else encode_each
+    want = encode(tok, [a[i] for i in positions], [b[i] for i in positions], length)
     for name in ("input_ids", "token_type_ids", "lengths", "seg", "wid"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
@@ -287,28 +300,6 @@ def test_a_read_of_one_batch_reads_its_own_items_until_the_cache_holds_them(stor
     assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
     assert (r.parses.loads, r.pieces.loads, r.segments.loads) == loads and len(own) == 1
     assert r.pieces.loads + r.segments.loads > 0  # the feature's values went through the caches
-
-
-def test_reader_of_another_pair_layout_reads_the_stored_words(store) -> None:
-    """A tokenizer that is not BERT's layout encodes pair by pair the words the store holds."""
-    import copy
-
-    from prior.trainers.tokens import bert_pair_layout, encode_each
-
-    left = copy.deepcopy(tiny_tokenizer())
-    left.truncation_side = "left"
-    assert bert_pair_layout(left) is None
-    r = SplitReader(index_split(store, "many", "test"), left, 12)
-    positions = np.random.default_rng(4).permutation(len(r.index))
-    got = r.read(positions).encoded
-    keys = store.split_rows("many", "test", parse=r.index.fingerprint["parse"]).rows
-    words = {k: list(w) for k, w in store.parses(parse=r.index.fingerprint["parse"], columns=("words",))
-             .select("sent_key", "words").iter_rows()}
-    a = [words[k] for k in keys["key_a"].to_list()]
-    b = [words[k] for k in keys["key_b"].to_list()]
-    want = encode_each(left, [a[i] for i in positions], [b[i] for i in positions], 12)
-    for name in ("input_ids", "token_type_ids", "lengths", "seg", "wid"):
-        assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
 def test_index_keeps_integers_not_texts(store) -> None:
