@@ -25,10 +25,12 @@ The cache bounds are set in bytes (``cache_mb``, split between the caches; the w
 are bounded by a count of words); a value is read again when it was dropped. Most of the
 budget goes to the sentences' words and values: a window's pairs draw their sentences from
 every segment of the split, window after window, while a piece of pair values is read about
-once an epoch (its cache keeps what a lane's first batch and a batch across two windows read
-again). Arrow arrays are
-made and read through `prior.featurestore.tensors` (pyarrow's own conversions import pandas,
-about a second of a loader worker's first batch). A reader belongs to one process: after a
+once an epoch (its cache keeps the pieces two lanes' parts of a window share, and those of an
+evaluation read batch by batch: a piece holds four batches of consecutive pairs). A read of one
+batch (``keep=False``: a lane's first, or one across two windows) uses a cache where it holds
+all the read needs, else reads the batch's own items and words, keeping nothing. Arrow arrays
+are made and read through `prior.featurestore.tensors` (pyarrow's own conversions import
+pandas, about a second of a loader worker's first batch). A reader belongs to one process: after a
 fork (a loader worker) it reaches the store through a handle of its own.
 """
 
