@@ -117,3 +117,23 @@ def test_issue28_ctrl_c_during_a_build_is_one_line_and_the_store_stays_intact(tm
        "--workers", 0, "--store", store)
     frame = open_store(store, create=False).frame("sdoi", dataset="snli", split="test")
     assert frame.height == 60 and frame["sdoi_a"].null_count() == 0
+
+
+def test_a_store_without_parses_or_a_split_names_the_build_for_library_and_cli_alike(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """The build a store without parses (or without the split asked for) needs is named without
+    a flag nested in a command's quotes: ``dataset`` for a library user, ``--dataset`` under the
+    `prior` command."""
+    import pytest
+
+    import prior.hints as hints
+    from prior.cli.recipe import CommandLines
+    from prior.errors import NotFoundError
+
+    store = open_store(tmp_path / "s")
+    for namer, named in ((hints._words, "`dataset`"), (CommandLines().option, "--dataset")):
+        monkeypatch.setattr(hints, "_namer", namer)
+        with pytest.raises(NotFoundError) as raised:
+            store.parses()
+        for message in (str(raised.value), store.missing_split("mine", "train")):
+            assert f"`prior build` and {named}" in message and "``" not in message, message

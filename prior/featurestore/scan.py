@@ -146,7 +146,7 @@ class SplitScan:
         parses = store.segments("parses")
         if not parses:
             raise NotFoundError(f"{store.location} holds no parses yet; build a dataset into it with "
-                                f"`prior build {option('dataset')}` (a name from `prior datasets`, or a file)")
+                                f"`prior build` and {option('dataset')} (a name from `prior datasets`, or a file)")
         self.parse = self.entries[0].parse or parses[-1].target["parse"]
         #: the split's rows as the read serves them: its pairs less those the parse's build skipped
         kept, skipped = leave_out_skipped(coverage.rows(dataset, split), coverage.skipped(self.parse))

@@ -291,7 +291,7 @@ class SegmentStore:
         others = [s for s in self.segments("pairs") if s.target["dataset"] == dataset]
         recorded = read_recorded(others[-1].meta) if others else None
         if recorded is None or recorded.dataset is None:
-            return message + (f"; build it first with `prior build {option('dataset')}` and its name or file "
+            return message + (f"; build it first with `prior build` and {option('dataset')}, its name or file "
                               f"(`{option('name', dataset)}`)")
         return message + "; add it with: " + render(recorded.source().with_(split=split, store=self.location))
 
@@ -401,7 +401,7 @@ class SegmentStore:
         segs = self.segments("parses")
         if not segs:
             raise NotFoundError(f"{self.location} holds no parses yet; build a dataset into it with "
-                                f"`prior build {option('dataset')}` (a name from `prior datasets`, or a file)")
+                                f"`prior build` and {option('dataset')} (a name from `prior datasets`, or a file)")
         if columns is not None and (unknown := set(columns) - set(PARSE_COLUMNS)):
             raise StoreError(f"unknown parse column(s) {sorted(unknown)}; known: {', '.join(PARSE_COLUMNS)}")
         wanted = None if columns is None else ["sent_key", *columns]
