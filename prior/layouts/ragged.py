@@ -25,6 +25,13 @@ def item_starts(sizes: np.ndarray) -> np.ndarray:
     return starts
 
 
+def item_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``arange(starts[k], starts[k] + counts[k])`` for every k, one after the other (int64): the
+    positions of items that start at ``starts`` and hold ``counts`` values, gathered compactly."""
+    counts = np.asarray(counts, np.int64)
+    return np.repeat(np.asarray(starts, np.int64) - item_starts(counts), counts) + np.arange(int(counts.sum()))
+
+
 @dataclass(frozen=True)
 class Ragged:
     values: np.ndarray  # 1-D

@@ -59,7 +59,7 @@ from prior.featurestore.segment_files import (
 )
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
-from prior.layouts.ragged import Ragged, item_starts
+from prior.layouts.ragged import Ragged, item_ranges, item_starts
 from prior.layouts.views import column_name
 from prior.trainers.caches import LruCache
 from prior.trainers.order import DEFAULT_PIECE
@@ -304,7 +304,7 @@ class SplitReader:
         starts = item_starts(counts)
         numbers = np.empty(int(counts.sum()), np.int32)
         for (_, mine), words in zip(groups, held):
-            numbers[_ranges(starts[mine], counts[mine])] = words.numbers[_ranges(words.starts[items[mine]], counts[mine])]
+            numbers[item_ranges(starts[mine], counts[mine])] = words.numbers[item_ranges(words.starts[items[mine]], counts[mine])]
         return numbers, counts
 
     def _read_words(self, segment: Segment) -> SegmentWords:
@@ -375,12 +375,6 @@ def _runs(values: np.ndarray) -> list[tuple[int, int, int]]:
     cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
     starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(values)]])
     return [(int(values[a]), int(a), int(b)) for a, b in zip(starts.tolist(), ends.tolist())]
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``arange(starts[k], starts[k] + counts[k])`` for every k, one after the other."""
-    counts = np.asarray(counts, np.int64)
-    return np.repeat(np.asarray(starts, np.int64) - item_starts(counts), counts) + np.arange(int(counts.sum()))
 
 
 __all__ = ["DEFAULT_CACHE_MB", "SplitReader", "gather"]

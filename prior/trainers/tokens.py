@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from prior.errors import PriorError
 from prior.featurestore.tensors import arrow_array, numpy_array
-from prior.layouts.ragged import item_starts
+from prior.layouts.ragged import item_ranges, item_starts
 from prior.trainers.grid import token_positions
 
 #: how many sentences (or pairs) go to the tokenizer, or through numpy, at once
@@ -271,10 +271,8 @@ class WordPieces:
         word_counts = np.asarray(word_counts, dtype=np.int64)
         sizes = self.counts[numbers]  # pieces per word token
         total = int(sizes.sum())
-        token_starts = item_starts(sizes)
-        at = np.repeat(self.starts[numbers] - token_starts, sizes) + np.arange(total, dtype=np.int64)
         ids = np.zeros(total + 1, dtype=np.int32)  # one spare 0 at the end (`Pieces.ids`)
-        ids[:total] = self.ids[at]
+        ids[:total] = self.ids[item_ranges(self.starts[numbers], sizes)]
         word_starts = item_starts(word_counts)
         in_sentence = np.arange(len(numbers), dtype=np.int64) - np.repeat(word_starts, word_counts)
         wids = np.zeros(total + 1, dtype=np.int32)
