@@ -208,6 +208,19 @@ def test_dask_log_goes_to_a_file_not_the_terminal(tmp_path, capfd, name, message
             parent.propagate = propagate
 
 
+def test_dask_log_with_distributed_s_own_config_goes_to_the_file(tmp_path):
+    """distributed's logging config gives ``tornado.application`` a terminal handler of its own
+    (the logger a Ctrl-C's cancel traceback goes to): in a fresh process, as a build has it, the
+    record ends in the file, and the terminal stays silent."""
+    log = tmp_path / "logs" / "dask.log"
+    code = ("import logging, distributed\n"
+            "from prior.pipeline.runner import log_to_file\n"
+            f"log_to_file({str(log)!r})\n"
+            "logging.getLogger('tornado.application').error('Exception in callback sync.<locals>.cancel')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr == "" and "sync.<locals>.cancel" in log.read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_disk_full_under_dask_workers_is_one_line_without_their_log(tmp_path):

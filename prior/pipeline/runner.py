@@ -53,8 +53,9 @@ class Losses:
 
 
 #: the loggers of Dask and of the event loop it runs on: tornado logs an exception in one of
-#: Dask's callbacks (e.g. ``distributed.utils.sync``'s cancel on a Ctrl-C) as a traceback
-DASK_LOGGERS = ("distributed", "tornado")
+#: Dask's callbacks (e.g. ``distributed.utils.sync``'s cancel on a Ctrl-C) as a traceback, through
+#: ``tornado.application``, to which distributed's logging config gives a terminal handler of its own
+DASK_LOGGERS = ("distributed", "tornado", "tornado.application")
 
 
 def log_to_file(path: str) -> None:
