@@ -42,7 +42,8 @@ def test_numbers_are_the_keys_exactly_and_in_their_order() -> None:
     assert key_numbers(numbers) is numbers
 
 
-@pytest.mark.parametrize("bad", ["A" * 32, "ab" * 15, "ab" * 17, "g" * 32, "", None, " " + "a" * 31])
+@pytest.mark.parametrize("bad", ["A" * 32, "ab" * 15, "ab" * 17, "g" * 32, "", None, " " + "a" * 31, "aF" * 16,
+                                 "\u00e9" + "a" * 30])  # the last: 31 characters, 32 bytes
 def test_a_value_that_is_no_key_is_refused_by_row_or_made_null(bad: str | None) -> None:
     keys = pl.Series("key", [TEXTS[0], TEXTS[1], bad, TEXTS[2]], dtype=pl.String)
     with pytest.raises(KeyTextError, match=r"row 2: .* is not a key \(32 lowercase hex digits\)") as caught:

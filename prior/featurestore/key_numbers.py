@@ -13,6 +13,7 @@ The conversion is exact and checked: a value that is not 32 lowercase hex digits
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,14 +57,15 @@ def key_numbers(keys: pl.Series, *, strict: bool = True) -> pl.Series:
     return numbers.rename(keys.name)
 
 
-_NIBBLE = np.full(256, 255, dtype=np.uint8)  # an ASCII code's hex digit value; 255: not a digit
-_NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
+_DIGITS = b"0123456789abcdef"
 
 
 def _hex_numbers(keys: pl.Series) -> pl.Series | None:
-    """`key_numbers` of a column whose every value is a key, from its bytes with numpy (twice
-    as fast as Polars' hex decoding); None when some value is not a key (null, another
-    length, another character), for the checked path to name it."""
+    """`key_numbers` of a column whose every value is a key, its text decoded at once in C
+    (`binascii.unhexlify` over the column's bytes: three times as fast as a numpy table lookup,
+    six times as fast as Polars' hex decoding); None when some value is not a key (null,
+    another length, a character outside ``0-9a-f``: upper case too, which unhexlify would take),
+    for the checked path to name it."""
     text = keys.to_arrow()
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
@@ -74,11 +76,11 @@ def _hex_numbers(keys: pl.Series) -> pl.Series | None:
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=len(text) + 1, offset=8 * text.offset)
     if int(offsets[-1] - offsets[0]) != KEY_DIGITS * len(text) or bool((np.diff(offsets) != KEY_DIGITS).any()):
         return None
-    digits = _NIBBLE[np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0]:offsets[-1]].reshape(-1, KEY_DIGITS)]
-    if bool((digits == 255).any()):
+    digits = memoryview(data_buffer)[int(offsets[0]):int(offsets[-1])]
+    if bytes(digits).translate(None, _DIGITS):  # some character is no lowercase hex digit
         return None
-    packed = (digits[:, 0::2] << 4) | digits[:, 1::2]
-    raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), len(text), [None, pa.py_buffer(packed.tobytes())])
+    packed = binascii.unhexlify(digits)
+    raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), len(text), [None, pa.py_buffer(packed)])
     return pl.Series(keys.name, raw).cast(pl.Binary).bin.reinterpret(dtype=KEY_NUMBER, endianness="big")
 
 
