@@ -6,6 +6,7 @@ key is named (segment, file, column, row) and left as it was."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 import polars as pl
@@ -164,3 +165,90 @@ def test_what_an_entry_lacks_is_counted_alike_from_numbers_and_from_texts(tmp_pa
     assert counts[dep.key] == (0, len(pair_keys)) and counts[sdoi.key] == (0, len(sentences))
     assert counts[pairs.key] == (len(pair_keys) - 12, len(pair_keys))
     assert counts[sents.key] == (len(sentences) - 7, len(sentences))
+
+
+@pytest.mark.parametrize("group_rows", [1, 5, 24])
+def test_large_files_read_a_row_group_at_a_time_give_the_same_keys_rows_and_index(
+        tmp_path: Path, group_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segment tables are written in row groups of `KEY_GROUP_ROWS` rows; a file of more rows
+    (a compacted segment) is read a row group at a time, small files grouped up to that many
+    rows: the keys, the split's rows as numbers and the index are those of a read of whole
+    files, the same files."""
+    import pyarrow.parquet as pq
+
+    import prior.featurestore.segment_files as segment_files
+
+    monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", group_rows)
+    store = many_pairs_store(tmp_path / "s", partition=7)
+    segs = [s for s in store.segments("feature") if s.target["entry"] == store.entries("dep")[0].key]
+    parses = store.segments("parses")
+    groups = [pq.ParquetFile(tmp_path / "s" / s.folder / "index.parquet").metadata.num_row_groups for s in segs]
+    assert groups == [-(-s.rows // group_rows) for s in segs]
+
+    def reads() -> tuple:
+        fresh = open_store(tmp_path / "s", create=False)
+        return (key_items(fresh.fs, segs, "index.parquet", "key", numbers=True),
+                key_items(fresh.fs, parses, "parses.parquet", "sent_key", numbers=True),
+                fresh.pair_rows("many", "train", numbers=True), numbered_split(fresh, "many", "train"),
+                index_split(fresh, "many", "train", feature="dep"))
+
+    parted = reads()
+    grouped = [list(g) for _, g in segment_files._groups(segs)]
+    assert [s.id for g in grouped for s in g] == [s.id for s in segs]
+    for g, after in itertools.pairwise(grouped):  # as many small files as fit, a large one on its own
+        rows = sum(s.rows for s in g)
+        assert (len(g) == 1 and rows > group_rows) or rows + after[0].rows > group_rows
+    assert (max(len(g) for g in grouped) > 1) == (group_rows >= 7)
+    monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", 1 << 16)
+    whole = reads()
+    for before, after in zip(whole[:3], parted[:3]):
+        assert after.equals(before)
+    assert parted[3].pair_key.equals(whole[3].pair_key) and parted[3].sentences.equals(whole[3].sentences)
+    assert (parted[3].sent_a == whole[3].sent_a).all() and (parted[3].sent_b == whole[3].sent_b).all()
+    assert parted[4].fingerprint == whole[4].fingerprint
+    for loc, ref in zip([parted[4].words, *parted[4].pair_locs.values(), *parted[4].sentence_locs.values()],
+                        [whole[4].words, *whole[4].pair_locs.values(), *whole[4].sentence_locs.values()]):
+        assert (loc.seg == ref.seg).all() and (loc.item == ref.item).all()
+
+
+def test_a_value_that_is_no_key_in_a_file_read_in_parts_is_named_by_its_row_in_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import prior.featurestore.segment_files as segment_files
+
+    store = many_pairs_store(tmp_path / "s", splits=("train",))
+    rows = store.pair_rows("many", "train").head(20)
+    crafted = rows.with_columns(pl.Series("key_b", [*rows["key_b"].to_list()[:17], "not-a-key",
+                                                    *rows["key_b"].to_list()[18:]]))
+    monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", 8)  # written and read in row groups of 8, 8 and 4 rows
+    bad = store.write_pairs("many", "crafted", crafted.to_arrow(), source_sha256="0" * 64)
+    assert bad is not None and bad.rows == 20
+    fs = open_store(tmp_path / "s", create=False).fs
+    assert [[t.num_rows for t in segment_files.parquet_parts(fs, bad, "pairs.parquet", ["row"], rows)]
+            for rows in (8, 15, 16, 100)] == [[8, 8, 4], [8, 12], [16, 4], [20]]
+    before = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
+    with pytest.raises(StoreError, match=rf"segment {bad.id} \(pairs\) file pairs.parquet: column 'key_b' row 17: "
+                                         r"'not-a-key' is not a key"):
+        index_split(open_store(tmp_path / "s", create=False), "many", "crafted")
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
+
+
+def test_a_changed_file_read_in_parts_is_refused_before_any_part(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts of a large file are decoded from bytes checked against its record, as a whole
+    file's are: a file whose content changed is named before a row of it is used."""
+    import prior.featurestore.checked as checked
+    import prior.featurestore.segment_files as segment_files
+
+    store = many_pairs_store(tmp_path / "s", splits=("train",))
+    segment = store.split_segments("many", "train")[0]
+    monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", 8)
+    monkeypatch.setattr(checked, "_VERIFIED", set())  # as in a process that has not read the store
+    assert segment.rows > 8
+    path = tmp_path / "s" / segment.folder / "pairs.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=rf"segment {segment.id} \(pairs\) file pairs.parquet: does not match its "
+                                         "checksum"):
+        list(segment_files.frame_groups(open_store(tmp_path / "s", create=False).fs, [segment], "pairs.parquet",
+                                        None, ["pair_key"]))

@@ -6,6 +6,7 @@ query modules read segments through these functions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -61,21 +62,53 @@ def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[st
     Arrow's worker threads never hold a Python object (`arrow_owned`): the checked bytes are
     decoded from Arrow's memory, a local file from its path, and a file of an object store (a
     Python file object) in the calling thread."""
-    # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
-    # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
     wanted = list(columns) if columns else None
     try:
-        if not is_verified(fs, segment, inner):
-            with pq.ParquetFile(pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))) as pf:
-                return pf.read(columns=wanted)
-        rel = f"{segment.folder}/{inner}"
-        if fs.local:
-            with pq.ParquetFile(fs.path(rel)) as pf:
-                return pf.read(columns=wanted)
-        with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-            return pf.read(columns=wanted, use_threads=False)
+        with _parquet_file(fs, segment, inner) as (pf, threads):
+            return pf.read(columns=wanted, use_threads=threads)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def parquet_parts(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None,
+                  rows: int) -> Iterator[pa.Table]:
+    """A committed Parquet file (checked as `read_parquet` checks it) as tables of its row
+    groups, in order, consecutive ones joined up to ``rows`` rows: a large file's text is
+    decoded a part at a time, never held whole. Arrow decodes a row group whole, so a file
+    written with larger row groups (by an earlier `prior`) gives one table per group."""
+    wanted = list(columns) if columns else None
+    try:
+        with _parquet_file(fs, segment, inner) as (pf, threads):
+            sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+            start = 0
+            while start < len(sizes):
+                stop, held = start + 1, sizes[start]
+                while stop < len(sizes) and held + sizes[stop] <= rows:
+                    held += sizes[stop]
+                    stop += 1
+                yield pf.read_row_groups(list(range(start, stop)), columns=wanted, use_threads=threads)
+                start = stop
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+@contextmanager
+def _parquet_file(fs: StoreFS, segment: Segment, inner: str) -> Iterator[tuple[pq.ParquetFile, bool]]:
+    """The file opened for `read_parquet` and `parquet_parts`, and whether Arrow may decode it
+    with its threads (not a Python file object's)."""
+    # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
+    # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
+    if not is_verified(fs, segment, inner):
+        with pq.ParquetFile(pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))) as pf:
+            yield pf, True
+        return
+    rel = f"{segment.folder}/{inner}"
+    if fs.local:
+        with pq.ParquetFile(fs.path(rel)) as pf:
+            yield pf, True
+        return
+    with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
+        yield pf, False
 
 
 def _polars_source(fs: StoreFS, segment: Segment, inner: str) -> Any:
@@ -110,44 +143,78 @@ def read_frames(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: S
                 numbers: Sequence[str] = ()) -> list[pl.DataFrame]:
     """`read_frame` of ``inner`` in each of ``segments``, in order; many files are read by a
     few threads. The key columns ``numbers`` are converted to numbers (`prior.featurestore.key_numbers`)
-    16 files at a time (`frame_groups`). The first file that cannot be read, or whose key column
-    holds a value that is not a key, is its `StoreError`."""
+    a bounded group of rows at a time (`frame_groups`). The first file that cannot be read, or
+    whose key column holds a value that is not a key, is its `StoreError`."""
     if not numbers:
         return _read_each(fs, segments, inner, columns)
-    out: list[pl.DataFrame] = []
-    for frames, joined in frame_groups(fs, segments, inner, columns, numbers):
+    parts: list[list[pl.DataFrame]] = [[] for _ in segments]
+    for group, joined in frame_groups(fs, segments, inner, columns, numbers):
         at = 0
-        for frame in frames:
-            out.append(joined.slice(at, frame.height))
-            at += frame.height
-    return out
+        for k, height in group:
+            parts[k].append(joined.slice(at, height))
+            at += height
+    return [part[0] if len(part) == 1 else pl.concat(part) for part in parts]
 
 
 def frame_groups(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: Sequence[str] | None,
-                 numbers: Sequence[str]) -> Iterator[tuple[list[pl.DataFrame], pl.DataFrame]]:
-    """``inner`` of ``segments`` read 16 files at a time, in order: each group's frames as read
-    and their concatenation with the key columns ``numbers`` as numbers. Converted file by file,
-    a split's hundreds of small files would pay the conversion's fixed cost each; converted at
-    the end, all their key text would be held at once. A reader that keeps only what it derives
-    of each group (`prior.featurestore.numbered_split`) never holds the whole table. The first
-    file whose key column holds a value that is not a key is its `StoreError`."""
-    for start in range(0, len(segments), _KEY_GROUP_FILES):
-        group = segments[start:start + _KEY_GROUP_FILES]
+                 numbers: Sequence[str]) -> Iterator[tuple[list[tuple[int, int]], pl.DataFrame]]:
+    """``inner`` of ``segments`` read a bounded group of rows at a time, in order: each group's
+    parts, (the segment's position in ``segments``, rows), and their rows joined, the key
+    columns ``numbers`` as numbers. Small files are read 16 at a time, by a few threads, up to
+    `KEY_GROUP_ROWS` rows (by their records' row counts); a file of more rows (a compacted
+    segment) on its own, a few row groups at a time (`parquet_parts`). Converted file by file, a
+    split's hundreds of small files would pay the conversion's fixed cost each; converted at the
+    end, all their key text would be held at once, and a compacted file's 250k rows of it at
+    once raised the index's peak RSS by 185 MiB at 500k pairs. A reader that keeps only what it derives of each group
+    (`prior.featurestore.numbered_split`) never holds the whole table. The first file whose key
+    column holds a value that is not a key is its `StoreError`."""
+    for first, group in _groups(segments):
+        if len(group) == 1 and group[0].rows > KEY_GROUP_ROWS:
+            offset = 0
+            for frame in map(polars_frame, parquet_parts(fs, group[0], inner, columns, KEY_GROUP_ROWS)):
+                yield [(first, frame.height)], _key_numbers(inner, [(group[0], offset)], [frame], numbers)
+                offset += frame.height
+            continue
         frames = _read_each(fs, group, inner, columns)
-        try:
-            joined = frame_key_numbers(pl.concat(frames, how="vertical_relaxed"), numbers)
-        except KeyTextError:  # name the file that holds it
-            for segment, frame in zip(group, frames):
-                try:
-                    frame_key_numbers(frame, numbers)
-                except KeyTextError as exc:
-                    raise damaged(segment, inner, str(exc)) from None
-            raise
-        yield frames, joined
+        yield ([(first + k, f.height) for k, f in enumerate(frames)],
+               _key_numbers(inner, [(segment, 0) for segment in group], frames, numbers))
+
+
+def _groups(segments: Sequence[Segment]) -> Iterator[tuple[int, Sequence[Segment]]]:
+    """`frame_groups`' groups of ``segments``: (the first one's position, the group). A file of
+    more than `KEY_GROUP_ROWS` rows is a group of its own."""
+    start = 0
+    while start < len(segments):
+        stop, rows = start + 1, segments[start].rows
+        while (rows <= KEY_GROUP_ROWS and stop < len(segments) and stop - start < _KEY_GROUP_FILES
+               and rows + segments[stop].rows <= KEY_GROUP_ROWS):
+            rows += segments[stop].rows
+            stop += 1
+        yield start, segments[start:stop]
+        start = stop
+
+
+def _key_numbers(inner: str, parts: Sequence[tuple[Segment, int]], frames: list[pl.DataFrame],
+                 numbers: Sequence[str]) -> pl.DataFrame:
+    """The frames joined, the key columns ``numbers`` as numbers. ``parts``: each frame's
+    segment and the row of its file it starts at. A value that is no key is the `StoreError`
+    of its file, naming its row there."""
+    try:
+        return frame_key_numbers(pl.concat(frames, how="vertical_relaxed"), numbers)
+    except KeyTextError:  # name the file that holds it
+        for (segment, offset), frame in zip(parts, frames):
+            try:
+                frame_key_numbers(frame, numbers)
+            except KeyTextError as exc:
+                located = KeyTextError(exc.row + offset, frame[str(exc.column)][exc.row], exc.column)
+                raise damaged(segment, inner, str(located)) from None
+        raise
 
 
 # files whose keys are converted together (`read_frames`): what a read holds of key text at once
 _KEY_GROUP_FILES = 4 * _READ_THREADS
+#: rows whose keys a read converts at once (`frame_groups`)
+KEY_GROUP_ROWS = 1 << 16
 
 
 def _read_each(fs: StoreFS, segments: Sequence[Segment], inner: str,
@@ -261,9 +328,12 @@ def indexed_items(index: pa.Table, arrays: Mapping[str, np.ndarray], component: 
 
 
 def write_parquet(fs: StoreFS, rel: str, table: pa.Table) -> None:
+    """A segment's Parquet table, in row groups of `KEY_GROUP_ROWS` rows: a compacted segment's
+    keys are then read a row group at a time (`frame_groups`); a file of fewer rows is one row
+    group, as before."""
     fs.makedirs(rel.rsplit("/", 1)[0])
     with fs.open(rel, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
+        pq.write_table(table, fh, compression="zstd", row_group_size=KEY_GROUP_ROWS)
 
 
 def parquet_writer(fs: StoreFS, name: str, table: pa.Table) -> Callable[[str], list[str]]:
