@@ -282,6 +282,35 @@ def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(stor
     assert len(own) == 2 * int(path == "own words")  # goes to its own words at once
 
 
+@pytest.mark.parametrize("feature", ["dep", "sdoi"])
+def test_large_parse_segments_are_read_a_few_row_groups_at_a_time(tmp_path: Path, feature: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parse segment of more rows than `KEY_GROUP_ROWS` (a compacted one) has its words read
+    and numbered a few row groups at a time: the batches are those of reading it whole."""
+    import prior.featurestore.segment_files as segment_files
+    import prior.trainers.reader as reader_module
+
+    monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", 6)  # written in row groups of 6 rows
+    small_groups = many_pairs_store(tmp_path / "s")
+    positions = np.random.default_rng(4).permutation(120)
+    want = reader(small_groups, feature).read(positions).batch(np.arange(120))
+    parts: list[int] = []
+    plain = reader_module.parquet_parts
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for table in plain(*args, **kwargs):
+            parts.append(table.num_rows)
+            yield table
+
+    monkeypatch.setattr(reader_module, "parquet_parts", counted)
+    monkeypatch.setattr(reader_module, "KEY_GROUP_ROWS", 6)
+    r = reader(small_groups, feature)
+    assert same(r.read(positions).batch(np.arange(120)), want)
+    segments = r.index.words.segments
+    assert all(s.rows > 6 for s in segments) and r.parses.loads == len(segments)
+    assert sum(parts) == sum(s.rows for s in segments) and max(parts) <= 6 and len(parts) > len(segments)
+
+
 @pytest.mark.parametrize("feature", ["dep", "sdoi", "emb", "wup"])
 def test_a_read_of_one_batch_reads_its_own_items_until_the_cache_holds_them(store, feature: str) -> None:
     """A lane's first batch (``keep=False``) does not wait for whole pieces, feature segments
