@@ -268,8 +268,8 @@ def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(stor
     r.words.max_words = bound
     r.words.lookup([f"filler{i}" for i in range(filler)])
     own: list[int] = []
-    plain = r._word_column
-    r._word_column = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
+    plain = r._own_words
+    r._own_words = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
     generation = r.words.generation
     assert same(r.read(positions).batch(np.arange(50)), want)
     fresh = r.words.generation - generation
@@ -283,32 +283,41 @@ def test_reader_keeps_words_as_numbers_and_starts_over_with_the_word_pieces(stor
 
 
 @pytest.mark.parametrize("feature", ["dep", "sdoi"])
-def test_large_parse_segments_are_read_a_few_row_groups_at_a_time(tmp_path: Path, feature: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """A parse segment of more rows than `KEY_GROUP_ROWS` (a compacted one) has its words read
-    and numbered a few row groups at a time: the batches are those of reading it whole."""
+def test_parse_segments_of_many_row_groups_read_group_by_group_give_the_same_batches(
+        store, tmp_path: Path, feature: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parse segment's words are read a row group at a time, as dictionary indices (a
+    compacted segment has several row groups): the same store written in row groups of 6 rows
+    gives the batches of the one written in one row group per file, for reads that keep whole
+    segments and for a first batch's own words (of each row group only the words it uses are
+    looked up)."""
     import prior.featurestore.segment_files as segment_files
     import prior.trainers.reader as reader_module
 
     monkeypatch.setattr(segment_files, "KEY_GROUP_ROWS", 6)  # written in row groups of 6 rows
-    small_groups = many_pairs_store(tmp_path / "s")
+    grouped = many_pairs_store(tmp_path / "s")
+    monkeypatch.undo()
     positions = np.random.default_rng(4).permutation(120)
-    want = reader(small_groups, feature).read(positions).batch(np.arange(120))
-    parts: list[int] = []
-    plain = reader_module.parquet_parts
+    groups: list[int] = []
+    plain = reader_module.read_string_lists
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        for table in plain(*args, **kwargs):
-            parts.append(table.num_rows)
-            yield table
+        lists = plain(*args, **kwargs)
+        groups.append(len(lists))
+        return lists
 
-    monkeypatch.setattr(reader_module, "parquet_parts", counted)
-    monkeypatch.setattr(reader_module, "KEY_GROUP_ROWS", 6)
-    r = reader(small_groups, feature)
-    assert same(r.read(positions).batch(np.arange(120)), want)
-    segments = r.index.words.segments
-    assert all(s.rows > 6 for s in segments) and r.parses.loads == len(segments)
-    assert sum(parts) == sum(s.rows for s in segments) and max(parts) <= 6 and len(parts) > len(segments)
+    monkeypatch.setattr(reader_module, "read_string_lists", counted)
+    for keep, some in ((True, positions), (False, positions[:2])):
+        want = reader(store, feature).read(some, keep=keep).batch(np.arange(len(some)))
+        groups.clear()
+        r = reader(grouped, feature)
+        assert same(r.read(some, keep=keep).batch(np.arange(len(some))), want)
+        assert groups and min(groups) > 1  # every parse segment read has several row groups
+    # the first batch looked up only its own words, not its row groups' whole dictionaries
+    parse = r.index.fingerprint["parse"]
+    words = dict(grouped.parses(parse=parse, columns=("words",)).select("sent_key", "words").iter_rows())
+    rows = grouped.split_rows("many", "train", parse=parse).rows
+    used = {w for i in positions[:2].tolist() for key in (rows["key_a"][i], rows["key_b"][i]) for w in words[key]}
+    assert len(r.words.known) == len(used) < len({w for ws in words.values() for w in ws})
 
 
 @pytest.mark.parametrize("feature", ["dep", "sdoi", "emb", "wup"])
@@ -320,8 +329,8 @@ def test_a_read_of_one_batch_reads_its_own_items_until_the_cache_holds_them(stor
     want = reader(store, feature).read(positions).batch(np.arange(len(positions)))
     r = reader(store, feature)
     own: list[int] = []
-    plain = r._word_column
-    r._word_column = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
+    plain = r._own_words
+    r._own_words = lambda sentences: own.append(len(sentences)) or plain(sentences)  # type: ignore[method-assign]
     assert same(r.read(positions, keep=False).batch(np.arange(len(positions))), want)
     assert (len(r.parses), len(r.pieces), len(r.segments), len(own)) == (0, 0, 0, 1)
     r.read(np.arange(120))  # a window: every piece and segment read and kept

@@ -92,23 +92,44 @@ def parquet_parts(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[s
         raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+def read_string_lists(fs: StoreFS, segment: Segment, inner: str, column: str) -> list[pa.ListArray]:
+    """A list-of-strings column of a committed Parquet file (checked as `read_parquet` checks
+    it), one array per row group, its strings read as the indices into the row group's
+    dictionary that Parquet stores (``read_dictionary``): no string is made per value, and a
+    parse's words decode about ten times as fast as plain strings (bench/RESULTS.md, "Parse
+    words read as dictionaries"). Arrow reads a nested column this way one row group at a time."""
+    try:
+        with _parquet_file(fs, segment, inner, dictionary=column) as (pf, threads):
+            return [pf.read_row_group(i, columns=[column], use_threads=threads).column(column).combine_chunks()
+                    for i in range(pf.metadata.num_row_groups)]
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
 @contextmanager
-def _parquet_file(fs: StoreFS, segment: Segment, inner: str) -> Iterator[tuple[pq.ParquetFile, bool]]:
-    """The file opened for `read_parquet` and `parquet_parts`, and whether Arrow may decode it
-    with its threads (not a Python file object's)."""
+def _parquet_file(fs: StoreFS, segment: Segment, inner: str,
+                  dictionary: str | None = None) -> Iterator[tuple[pq.ParquetFile, bool]]:
+    """The file opened for `read_parquet`, `parquet_parts` and `read_string_lists`
+    (``dictionary``: the column whose strings are read as dictionary indices), and whether
+    Arrow may decode it with its threads (not a Python file object's)."""
     # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
     # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
     if not is_verified(fs, segment, inner):
-        with pq.ParquetFile(pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))) as pf:
-            yield pf, True
-        return
-    rel = f"{segment.folder}/{inner}"
-    if fs.local:
-        with pq.ParquetFile(fs.path(rel)) as pf:
-            yield pf, True
-        return
-    with fs.open(rel, "rb") as fh, pq.ParquetFile(fh) as pf:
-        yield pf, False
+        source: Any = pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))
+        threads = True
+    elif fs.local:
+        source, threads = pa.OSFile(fs.path(f"{segment.folder}/{inner}")), True
+    else:
+        source, threads = fs.open(f"{segment.folder}/{inner}", "rb"), False
+    with source, pq.ParquetFile(source) as pf:
+        if dictionary is None:
+            yield pf, threads
+            return
+        # the leaf of a list column: ``words.list.element`` (``.list.item`` in older writers)
+        leaves = [pf.metadata.schema.column(i).path for i in range(pf.metadata.num_columns)]
+        wanted = [leaf for leaf in leaves if leaf.startswith(f"{dictionary}.")]
+        with pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=wanted) as strings:
+            yield strings, threads
 
 
 def _polars_source(fs: StoreFS, segment: Segment, inner: str) -> Any:

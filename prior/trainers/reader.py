@@ -50,14 +50,13 @@ import pyarrow.compute as pc
 from prior.featurestore.catalog import Segment
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.segment_files import (
-    KEY_GROUP_ROWS,
     array_files,
     index_columns,
     indexed_items,
-    parquet_parts,
     read_arrays,
     read_items,
     read_parquet,
+    read_string_lists,
 )
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
@@ -282,13 +281,13 @@ class SplitReader:
         numbered (nothing kept: what every read did before segments were kept as numbers).
         ``keep`` False (`read`): the read's own words, unless every segment is held."""
         if not self._keep_words:
-            return self._as_numbers(self._word_column(sentences))
+            return self._own_words(sentences)
         loc = self.index.words
         segs, items = loc.seg[sentences], loc.item[sentences]
         groups = [(int(s), np.flatnonzero(segs == s)) for s in np.unique(segs).tolist()]
         if not keep and (self._generation != self.words.generation
                          or not all((s, self._generation) in self.parses for s, _ in groups)):
-            return self._as_numbers(self._word_column(sentences))
+            return self._own_words(sentences)
         for _ in range(2):
             if self._generation != self.words.generation:
                 self.parses.clear()
@@ -300,7 +299,7 @@ class SplitReader:
         else:
             self._keep_words = False
             self.parses.clear()
-            return self._as_numbers(self._word_column(sentences))
+            return self._own_words(sentences)
         counts = np.zeros(len(sentences), np.int64)
         for (_, mine), words in zip(groups, held):
             counts[mine] = words.starts[items[mine] + 1] - words.starts[items[mine]]
@@ -311,45 +310,50 @@ class SplitReader:
         return numbers, counts
 
     def _read_words(self, segment: Segment) -> SegmentWords:
-        """A parse segment's sentences as word numbers (a sentence without words: none). A large
-        segment (compacted) is read a few row groups at a time (`parquet_parts`), each part's
-        words numbered before the next is decoded: its strings are never held whole (250k
-        sentences: about 60 MiB of strings, against 19 MiB of numbers)."""
-        if segment.rows <= KEY_GROUP_ROWS:
-            numbers, counts = self._as_numbers(self._words_of(segment))
-        else:
-            parts = [self._as_numbers(table.column("words").combine_chunks())
-                     for table in parquet_parts(self.fs, segment, "parses.parquet", ["words"], KEY_GROUP_ROWS)]
-            numbers = np.concatenate([n for n, _ in parts]) if parts else np.zeros(0, np.int32)
-            counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
+        """A parse segment's sentences as word numbers (a sentence without words: none), a row
+        group at a time (a compacted segment's words are never held as strings)."""
+        parts = [self._as_numbers(lists) for lists in self._words_of(segment)]
+        numbers = np.concatenate([n for n, _ in parts]) if parts else np.zeros(0, np.int32)
+        counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
         return SegmentWords(self.words.generation, numbers, np.append(item_starts(counts), counts.sum()))
 
     def _as_numbers(self, lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
-        """Word lists as their words' numbers (int32, one list after the other) and each list's
-        length (a null list: 0)."""
+        """Word lists (their strings as a row group's dictionary indices, `read_string_lists`,
+        or plain) as their words' numbers (int32, one list after the other) and each list's
+        length (a null list: 0): the distinct words looked up at once."""
         counts = np.nan_to_num(numpy_array(pc.list_value_length(lists))).astype(np.int64)
-        encoded = pc.dictionary_encode(pc.list_flatten(lists))
-        known = self.words.lookup(encoded.dictionary)
-        return known[numpy_array(encoded.indices).astype(np.int64)].astype(np.int32), counts
+        flat = pc.list_flatten(lists)
+        if not pa.types.is_dictionary(flat.type):
+            flat = pc.dictionary_encode(flat)
+        known = self.words.lookup(flat.dictionary)
+        return known[numpy_array(flat.indices).astype(np.int64)].astype(np.int32), counts
 
-    def _words_of(self, segment: Segment) -> pa.ListArray:
-        column: pa.ListArray = read_parquet(self.fs, segment, "parses.parquet", ["words"]).column("words").combine_chunks()
-        return column
+    def _words_of(self, segment: Segment) -> list[pa.ListArray]:
+        """A parse segment's word lists, one array per row group, the words as dictionary indices."""
+        return read_string_lists(self.fs, segment, "parses.parquet", "words")
 
-    def _word_column(self, sentences: np.ndarray) -> pa.ListArray:
-        """The stored word lists of ``sentences``, in that order, read from their segments
-        (nothing kept)."""
+    def _own_words(self, sentences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`_word_numbers` of ``sentences`` read from their segments, nothing kept: of each row
+        group only their lists are taken, their words made strings again (a batch's few) and
+        numbered by one lookup, so the word pieces cannot start over between two parts of it."""
         loc = self.index.words
         segs, items = loc.seg[sentences], loc.item[sentences]
         order = np.argsort(segs, kind="stable")
-        parts = [self._words_of(loc.segments[s]).take(arrow_array(items[order[lo:hi]]))
-                 for s, lo, hi in _runs(segs[order])]
+        parts: list[pa.ListArray] = []
+        for s, lo, hi in _runs(segs[order]):
+            groups = self._words_of(loc.segments[s])
+            bounds = np.cumsum([0, *(len(g) for g in groups)])
+            wanted = items[order[lo:hi]]
+            group_of = np.searchsorted(bounds, wanted, "right") - 1
+            for g, glo, ghi in _runs(group_of):
+                taken = groups[g].take(arrow_array(wanted[glo:ghi] - bounds[g]))
+                parts.append(taken.cast(pa.list_(pa.string())) if pa.types.is_dictionary(taken.type.value_type)
+                             else taken)
         if not parts:
-            return pa.nulls(0, type=pa.list_(pa.string()))
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
         back = np.empty(len(order), np.int64)
         back[order] = np.arange(len(order))
-        lists: pa.ListArray = pa.concat_arrays(parts).take(arrow_array(back))
-        return lists
+        return self._as_numbers(pa.concat_arrays(parts).take(arrow_array(back)))
 
     def _word_lists(self, sentences: np.ndarray, keep: bool = True) -> list[list[str]]:
         """The stored words of ``sentences`` (one list each, in that order)."""
