@@ -178,21 +178,17 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     # what is left of the split's rows is their pair keys: the rest goes before the entries are read
     del served
     coverage.forget_split(dataset, split)
-    digest = pairs_digest(pair_keys)
+    words = _words(store, dataset, split, parse, sentences, feature)
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
-    # the entries first, each one's key places let go once its keys are located: the parse's are
-    # made while none is held
     for info in plan.entries if plan else ():
         loc, missing = locate(coverage.take_places(info), pair_keys if info.scope == "pair" else sentences)
         if missing:  # the selection checked coverage: only a concurrent gc gets here
             raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
                                       "while being read; read again")
         (pair_locs if info.scope == "pair" else sentence_locs)[info.key] = loc
-    del pair_keys
-    words = _words(store, dataset, split, parse, sentences, feature)
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": pairs,
-                   "pairs_digest": digest, "parse": parse,
+                   "pairs_digest": pairs_digest(pair_keys), "parse": parse,
                    "parser": store.parse_ids().get(parse) if parse else None,
                    "entries": dict(plan.fingerprint) if plan else {},
                    "view": plan.read if plan and plan.read != feature else None}
