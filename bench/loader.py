@@ -6,6 +6,7 @@
     python bench/loader.py make STORE --pairs 500000 --sentences 63000 [--ids]  # a store without parsing (synthetic)
     python bench/loader.py make STORE --pairs 500000 --sentences 600000 --ids   # ... with SNLI's ratio of sentences to pairs
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
+    python bench/loader.py words --store STORE                        # every parse segment's words: strings or dictionaries
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
 then the stream of `prior.trainers.loader` makes one epoch of global batches of ``--batch-size``
@@ -32,6 +33,12 @@ through HTTP). Timings mean something only on a machine nothing else uses.
 selection, each key lookup; steps wrapped where the index calls them), at its end, and 5 s
 later (what the allocator gave back); and the bytes of the arrays the index keeps. Memory, not
 time: a busy machine does not change it.
+
+``words`` (one process; JSON on the last line): every parse segment's ``words`` column read
+``--rounds`` times each way, alternating, its files already checked: as plain strings and
+dictionary-encoded afterwards (what the reader did), and as the row groups' Parquet
+dictionaries (`prior.featurestore.segment_files.read_string_lists`, what it does); seconds per
+pass over the store, each round, and the distinct words per row group.
 """
 
 from __future__ import annotations
@@ -259,6 +266,36 @@ def index_memory(args: argparse.Namespace) -> dict[str, Any]:
             "index_arrays_mib": round(kept / 2**20, 1)}
 
 
+def words(args: argparse.Namespace) -> dict[str, Any]:
+    import pyarrow.compute as pc
+
+    from prior.featurestore import open_store
+    from prior.featurestore.segment_files import read_parquet, read_string_lists
+
+    store = open_store(args.store, create=False)
+    segments = list(store.segments("parses"))
+
+    def strings() -> int:
+        return sum(len(pc.dictionary_encode(pc.list_flatten(
+            read_parquet(store.fs, s, "parses.parquet", ["words"]).column("words").combine_chunks())).dictionary)
+                   for s in segments)
+
+    def dictionaries() -> int:
+        return sum(len(pc.list_flatten(g).dictionary)
+                   for s in segments for g in read_string_lists(store.fs, s, "parses.parquet", "words"))
+
+    strings()  # every file checked once, as a reader's first reads check them
+    seconds: dict[str, list[float]] = {"strings": [], "dictionaries": []}
+    distinct: dict[str, int] = {}
+    for _ in range(args.rounds):
+        for name, read in (("strings", strings), ("dictionaries", dictionaries)):
+            start = time.perf_counter()
+            distinct[name] = read()
+            seconds[name].append(round(time.perf_counter() - start, 3))
+    return {"store": str(args.store), "segments": len(segments), "sentences": sum(s.rows for s in segments),
+            "seconds": seconds, "distinct_words_summed": distinct}
+
+
 def _run_options(p: argparse.ArgumentParser) -> None:
     from prior.trainers.order import DEFAULT_PIECE, DEFAULT_WINDOW
     from prior.trainers.reader import DEFAULT_CACHE_MB
@@ -299,10 +336,15 @@ def main() -> None:
     i.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
     i.add_argument("--split", default="train")
     i.add_argument("--feature", default="dep", help="The store feature read ('' for none).")
+    w = sub.add_parser("words")
+    w.add_argument("--store", required=True)
+    w.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     os.environ.setdefault("PRIOR_NO_PROGRESS", "1")
     if args.cmd == "run":
         print(json.dumps(run(args)))
+    elif args.cmd == "words":
+        print(json.dumps(words(args)))
     elif args.cmd == "index-memory":
         print(json.dumps(index_memory(args)))
     else:

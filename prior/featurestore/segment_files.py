@@ -96,8 +96,9 @@ def read_string_lists(fs: StoreFS, segment: Segment, inner: str, column: str) ->
     """A list-of-strings column of a committed Parquet file (checked as `read_parquet` checks
     it), one array per row group, its strings read as the indices into the row group's
     dictionary that Parquet stores (``read_dictionary``): no string is made per value, and a
-    parse's words decode about ten times as fast as plain strings (bench/RESULTS.md, "Parse
-    words read as dictionaries"). Arrow reads a nested column this way one row group at a time."""
+    parse's words read 2 to 5 times as fast as plain strings dictionary-encoded afterwards
+    (bench/RESULTS.md, "The loader on a compacted store; parse words read as dictionaries").
+    Arrow reads a nested column this way only one row group at a time."""
     try:
         with _parquet_file(fs, segment, inner, dictionary=column) as (pf, threads):
             return [pf.read_row_group(i, columns=[column], use_threads=threads).column(column).combine_chunks()
@@ -186,8 +187,9 @@ def frame_groups(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: 
     segment) on its own, a few row groups at a time (`parquet_parts`). Converted file by file, a
     split's hundreds of small files would pay the conversion's fixed cost each; converted at the
     end, all their key text would be held at once, and a compacted file's 250k rows of it at
-    once raised the index's peak RSS by 185 MiB at 500k pairs. A reader that keeps only what it derives of each group
-    (`prior.featurestore.numbered_split`) never holds the whole table. The first file whose key
+    once raised the numbered split's RSS by 198 MiB at 500k pairs (110 read by row groups). A
+    reader that keeps only what it derives of each group (`prior.featurestore.numbered_split`)
+    never holds the whole table. The first file whose key
     column holds a value that is not a key is its `StoreError`."""
     for first, group in _groups(segments):
         if len(group) == 1 and group[0].rows > KEY_GROUP_ROWS:

@@ -13,8 +13,9 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   is read about once per window. On an object store a segment's array files are kept as
   fetched too (an eighth of the budget, out of the sentences' shares): every piece of the segment
   reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
-- **sentences**: their words, read a parse segment's word column at a time and kept as the
-  words' numbers (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes
+- **sentences**: their words, read a parse segment's word column at a time (row group by row
+  group, as the Parquet dictionary of their strings: no string made per word,
+  `prior.featurestore.segment_files.read_string_lists`) and kept as the words' numbers (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes
   about 11, and a split with about as many sentences as pairs, as SNLI's, did not fit a cache
   of strings), and their word pieces,
   assembled from each distinct word's pieces (every word tokenized once per reader, by the
