@@ -189,8 +189,8 @@ def frame_groups(fs: StoreFS, segments: Sequence[Segment], inner: str, columns: 
     end, all their key text would be held at once, and a compacted file's 250k rows of it at
     once raised the numbered split's RSS by 198 MiB at 500k pairs (110 read by row groups). A
     reader that keeps only what it derives of each group (`prior.featurestore.numbered_split`)
-    never holds the whole table. The first file whose key
-    column holds a value that is not a key is its `StoreError`."""
+    never holds the whole table. The first file whose key column holds a value that is not a
+    key is its `StoreError`."""
     for first, group in _groups(segments):
         if len(group) == 1 and group[0].rows > KEY_GROUP_ROWS:
             offset = 0

@@ -15,9 +15,10 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
 - **sentences**: their words, read a parse segment's word column at a time (row group by row
   group, as the Parquet dictionary of their strings: no string made per word,
-  `prior.featurestore.segment_files.read_string_lists`) and kept as the words' numbers (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes
-  about 11, and a split with about as many sentences as pairs, as SNLI's, did not fit a cache
-  of strings), and their word pieces,
+  `prior.featurestore.segment_files.read_string_lists`) and kept as the words' numbers
+  (:class:`SegmentWords`: 4 bytes a word, where the column of strings takes about 11, and a
+  split with about as many sentences as pairs, as SNLI's, did not fit a cache of strings), and
+  their word pieces,
   assembled from each distinct word's pieces (every word tokenized once per reader, by the
   tokenizer's backend: `prior.trainers.tokens.WordPieces`); their sentence values (SDOI masks,
   tf-idf weights, embedding ids), read a feature segment at a time.
@@ -312,11 +313,14 @@ class SplitReader:
 
     def _read_words(self, segment: Segment) -> SegmentWords:
         """A parse segment's sentences as word numbers (a sentence without words: none), a row
-        group at a time (a compacted segment's words are never held as strings)."""
+        group at a time (a compacted segment's words are never held as strings). Stamped with
+        the word pieces' generation it began in: when they start over between two row groups,
+        `_word_numbers` sees it and reads the segment again."""
+        generation = self.words.generation
         parts = [self._as_numbers(lists) for lists in self._words_of(segment)]
         numbers = np.concatenate([n for n, _ in parts]) if parts else np.zeros(0, np.int32)
         counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
-        return SegmentWords(self.words.generation, numbers, np.append(item_starts(counts), counts.sum()))
+        return SegmentWords(generation, numbers, np.append(item_starts(counts), counts.sum()))
 
     def _as_numbers(self, lists: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
         """Word lists (their strings as a row group's dictionary indices, `read_string_lists`,
@@ -339,7 +343,7 @@ class SplitReader:
         numbered by one lookup, so the word pieces cannot start over between two parts of it."""
         loc = self.index.words
         segs, items = loc.seg[sentences], loc.item[sentences]
-        order = np.argsort(segs, kind="stable")
+        order = np.lexsort((items, segs))  # segment by segment, each in row (and row group) order
         parts: list[pa.ListArray] = []
         for s, lo, hi in _runs(segs[order]):
             groups = self._words_of(loc.segments[s])
