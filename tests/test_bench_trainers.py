@@ -59,6 +59,14 @@ def test_bench_loader_index_memory(store: Path) -> None:
     assert all(s["peak"] >= s["rss"] > 0 for s in row["steps"])
 
 
+def test_bench_loader_words(store: Path) -> None:
+    row = json.loads(bench("bench/loader.py", "words", "--store", store, "--rounds", 2).strip().splitlines()[-1])
+    assert row["segments"] > 0 and row["sentences"] >= 200
+    assert [len(t) for t in row["seconds"].values()] == [2, 2]
+    # one row group per small segment: both ways find the same distinct words
+    assert row["distinct_words_summed"]["strings"] == row["distinct_words_summed"]["dictionaries"] > 0
+
+
 def test_bench_loader_run_and_sizes(store: Path) -> None:
     for workers in (0, 2):
         row = json.loads(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,

@@ -252,3 +252,21 @@ def test_a_changed_file_read_in_parts_is_refused_before_any_part(tmp_path: Path,
                                          "checksum"):
         list(segment_files.frame_groups(open_store(tmp_path / "s", create=False).fs, [segment], "pairs.parquet",
                                         None, ["pair_key"]))
+
+
+def test_a_file_that_cannot_be_decoded_is_named_by_every_parquet_reader(tmp_path: Path) -> None:
+    """A file this process checked, then broken under it: a whole read, a read in row groups and
+    a read of a parse's words as dictionaries each give the one `StoreError` naming it."""
+    import prior.featurestore.segment_files as segment_files
+
+    store = many_pairs_store(tmp_path / "s", splits=("train",))
+    segment = store.segments("parses")[0]
+    segment_files.read_parquet(store.fs, segment, "parses.parquet")  # checked: later reads trust its record
+    (tmp_path / "s" / segment.folder / "parses.parquet").write_bytes(b"not parquet" * 10)
+    reads = (lambda: segment_files.read_parquet(store.fs, segment, "parses.parquet"),
+             lambda: list(segment_files.parquet_parts(store.fs, segment, "parses.parquet", None, 5)),
+             lambda: segment_files.read_string_lists(store.fs, segment, "parses.parquet", "words"))
+    for read in reads:
+        with pytest.raises(StoreError, match=rf"^segment {segment.id} \(parses\) file parses.parquet: cannot be read "
+                                             r"\(ArrowInvalid: "):
+            read()

@@ -62,12 +62,8 @@ def read_parquet(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[st
     Arrow's worker threads never hold a Python object (`arrow_owned`): the checked bytes are
     decoded from Arrow's memory, a local file from its path, and a file of an object store (a
     Python file object) in the calling thread."""
-    wanted = list(columns) if columns else None
-    try:
-        with _parquet_file(fs, segment, inner) as (pf, threads):
-            return pf.read(columns=wanted, use_threads=threads)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+    with _parquet_file(fs, segment, inner) as (pf, threads):
+        return pf.read(columns=list(columns) if columns else None, use_threads=threads)
 
 
 def parquet_parts(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[str] | None,
@@ -77,19 +73,16 @@ def parquet_parts(fs: StoreFS, segment: Segment, inner: str, columns: Sequence[s
     decoded a part at a time, never held whole. Arrow decodes a row group whole, so a file
     written with larger row groups (by an earlier `prior`) gives one table per group."""
     wanted = list(columns) if columns else None
-    try:
-        with _parquet_file(fs, segment, inner) as (pf, threads):
-            sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
-            start = 0
-            while start < len(sizes):
-                stop, held = start + 1, sizes[start]
-                while stop < len(sizes) and held + sizes[stop] <= rows:
-                    held += sizes[stop]
-                    stop += 1
-                yield pf.read_row_groups(list(range(start, stop)), columns=wanted, use_threads=threads)
-                start = stop
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+    with _parquet_file(fs, segment, inner) as (pf, threads):
+        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+        start = 0
+        while start < len(sizes):
+            stop, held = start + 1, sizes[start]
+            while stop < len(sizes) and held + sizes[stop] <= rows:
+                held += sizes[stop]
+                stop += 1
+            yield pf.read_row_groups(list(range(start, stop)), columns=wanted, use_threads=threads)
+            start = stop
 
 
 def read_string_lists(fs: StoreFS, segment: Segment, inner: str, column: str) -> list[pa.ListArray]:
@@ -99,12 +92,9 @@ def read_string_lists(fs: StoreFS, segment: Segment, inner: str, column: str) ->
     parse's words read 2 to 5 times as fast as plain strings dictionary-encoded afterwards
     (bench/RESULTS.md, "The loader on a compacted store; parse words read as dictionaries").
     Arrow reads a nested column this way only one row group at a time."""
-    try:
-        with _parquet_file(fs, segment, inner, dictionary=column) as (pf, threads):
-            return [pf.read_row_group(i, columns=[column], use_threads=threads).column(column).combine_chunks()
-                    for i in range(pf.metadata.num_row_groups)]
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
+    with _parquet_file(fs, segment, inner, dictionary=column) as (pf, threads):
+        return [pf.read_row_group(i, columns=[column], use_threads=threads).column(column).combine_chunks()
+                for i in range(pf.metadata.num_row_groups)]
 
 
 @contextmanager
@@ -112,25 +102,29 @@ def _parquet_file(fs: StoreFS, segment: Segment, inner: str,
                   dictionary: str | None = None) -> Iterator[tuple[pq.ParquetFile, bool]]:
     """The file opened for `read_parquet`, `parquet_parts` and `read_string_lists`
     (``dictionary``: the column whose strings are read as dictionary indices), and whether
-    Arrow may decode it with its threads (not a Python file object's)."""
+    Arrow may decode it with its threads (not a Python file object's). A file that cannot be
+    opened or decoded, here or in the reader's body, is a `StoreError` naming it."""
     # One file, read by `ParquetFile`: `pq.read_table` goes through `pyarrow.dataset`, whose
     # import pulls in pandas (0.2-0.3 s in every process that reads: the CLI, each worker).
-    if not is_verified(fs, segment, inner):
-        source: Any = pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))
-        threads = True
-    elif fs.local:
-        source, threads = pa.OSFile(fs.path(f"{segment.folder}/{inner}")), True
-    else:
-        source, threads = fs.open(f"{segment.folder}/{inner}", "rb"), False
-    with source, pq.ParquetFile(source) as pf:
-        if dictionary is None:
-            yield pf, threads
-            return
-        # the leaf of a list column: ``words.list.element`` (``.list.item`` in older writers)
-        leaves = [pf.metadata.schema.column(i).path for i in range(pf.metadata.num_columns)]
-        wanted = [leaf for leaf in leaves if leaf.startswith(f"{dictionary}.")]
-        with pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=wanted) as strings:
-            yield strings, threads
+    try:
+        if not is_verified(fs, segment, inner):
+            source: Any = pa.BufferReader(arrow_owned(read_checked(fs, segment, inner)))
+            threads = True
+        elif fs.local:
+            source, threads = pa.OSFile(fs.path(f"{segment.folder}/{inner}")), True
+        else:
+            source, threads = fs.open(f"{segment.folder}/{inner}", "rb"), False
+        with source, pq.ParquetFile(source) as pf:
+            if dictionary is None:
+                yield pf, threads
+                return
+            # the leaf of a list column: ``words.list.element`` (``.list.item`` in older writers)
+            leaves = [pf.metadata.schema.column(i).path for i in range(pf.metadata.num_columns)]
+            wanted = [leaf for leaf in leaves if leaf.startswith(f"{dictionary}.")]
+            with pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=wanted) as strings:
+                yield strings, threads
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise damaged(segment, inner, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def _polars_source(fs: StoreFS, segment: Segment, inner: str) -> Any:
