@@ -251,8 +251,8 @@ def index_memory(args: argparse.Namespace) -> dict[str, Any]:
 
         setattr(module, name, call)
 
-    for module, name in ((numbered_split, "numbered_split"), (split_index, "plan_feature"), (split_index, "_words"),
-                         (split_index, "locate")):
+    for module, name in ((numbered_split, "numbered_split"), (numbered_split, "locate_keys"),
+                         (split_index, "plan_feature"), (split_index, "_words")):
         watched(module, name)
     store = open_store(args.store, create=False)
     dataset = _dataset(store, args.dataset, args.split)

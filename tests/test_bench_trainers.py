@@ -55,7 +55,7 @@ def test_bench_loader_index_memory(store: Path) -> None:
     steps = [s["step"] for s in row["steps"]]
     assert row["split_pairs"] == 300 and row["index_arrays_mib"] >= 0
     assert steps[0] == "imports and tokenizer" and steps[-2:] == ["index built", "5 s later"]
-    assert {"numbered_split", "plan_feature", "locate", "_words"} <= set(steps)
+    assert {"numbered_split", "plan_feature", "locate_keys", "_words"} <= set(steps)
     assert all(s["peak"] >= s["rss"] > 0 for s in row["steps"])
 
 

@@ -16,7 +16,7 @@ from prior.featurestore import keys as K
 from prior.featurestore import open_store
 from prior.featurestore.errors import StoreError
 from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers, key_text_bytes, key_texts
-from prior.featurestore.numbered_split import leave_out_numbered, numbered_split
+from prior.featurestore.numbered_split import NumberedCoverage, leave_out_numbered, numbered_split
 from prior.featurestore.segment_files import key_items
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import leave_out_skipped
@@ -81,14 +81,12 @@ def test_skipped_sentences_leave_the_same_pairs_out_of_rows_as_numbers(location:
     first, second = rows["key_a"][0], rows["key_b"][5]
     skipped = {first: "over the 6-word limit", second: "the parser failed", "not a key": "a crafted record"}
     kept, counts = leave_out_skipped(rows, skipped)
-    kept_n, counts_n = leave_out_skipped(Coverage(store, numbers=True).rows("many", "train"), skipped)
-    assert counts == counts_n and sum(counts.values()) > 0
-    assert key_texts(kept_n["pair_key"]).to_list() == kept["pair_key"].to_list()
-    # and out of the numbered split a training index reads: the same pairs, the sentences they use
+    assert sum(counts.values()) > 0
+    # out of the numbered split a training index reads: the same pairs, the sentences they use
     numbered, counts_s = leave_out_numbered(numbered_split(store, "many", "train"), skipped)
-    assert counts_s == counts and numbered.pair_key.to_list() == kept_n["pair_key"].to_list()
-    sentences = numbered.sentences.to_list()
-    assert [sentences[i] for i in numbered.sent_a] == kept_n["key_a"].to_list()
+    assert counts_s == counts and key_texts(numbered.pair_key).to_list() == kept["pair_key"].to_list()
+    sentences = key_texts(numbered.sentences).to_list()
+    assert [sentences[i] for i in numbered.sent_a] == kept["key_a"].to_list()
     assert first not in set(key_texts(numbered.sentences).to_list())
 
 
@@ -159,8 +157,8 @@ def test_what_an_entry_lacks_is_counted_alike_from_numbers_and_from_texts(tmp_pa
     counts = {}
     for entry in (dep, sdoi, pairs, sents):
         text = Coverage(store).missing(entry, "many", "train")
-        assert Coverage(store, numbers=True).missing(entry, "many", "train") == text
-        assert Coverage(store, numbers=True).lacking(entry, "many", "train") == text[0]
+        assert NumberedCoverage(store).missing(entry, "many", "train") == text
+        assert NumberedCoverage(store).lacking(entry, "many", "train") == text[0]
         counts[entry.key] = text
     assert counts[dep.key] == (0, len(pair_keys)) and counts[sdoi.key] == (0, len(sentences))
     assert counts[pairs.key] == (len(pair_keys) - 12, len(pair_keys))

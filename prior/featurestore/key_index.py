@@ -1,33 +1,25 @@
 """Keys held as numbers, sorted once and looked up many at a time.
 
-A split's index finds each of its pairs' and sentences' keys among the keys an entry holds
-(`prior.trainers.split_index.locate`), and a selection counts the keys of a split an entry
-lacks (`prior.featurestore.selection.Coverage.lacking`). A Polars join or anti-join does either
-by hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
+A split's index looks up the keys that segments hold among its split's pairs' or sentences'
+keys (`prior.featurestore.located`), and numbers a split's sentences
+(`prior.featurestore.numbered_split.KeyNumbering`). A Polars join or anti-join does either by
+hashing both sides at once; at 500k keys its tables took about twice the memory of the keys
 themselves, and that memory grows with the split (bench/RESULTS.md, "The split's index in less
 memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and finds the wanted ones
 by binary search, a chunk of them at a time: 20 bytes per held key while it lives, nothing
 hashed.
 
-Equal keys keep their first position (the first copy in catalog order, as a selection reads
-them). The keys are blake2b digests, so two different keys with the same high half do not occur
+Equal keys keep their first position. The keys are blake2b digests, so two different keys with the same high half do not occur
 in practice; where they do (a crafted store), the index sorts by both halves instead, and the
 answers are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 import polars as pl
 
 from prior.featurestore.key_numbers import key_halves
-
-if TYPE_CHECKING:
-    from prior.featurestore.catalog import Segment
 
 # keys looked up at a time by `KeyIndex.find`
 FIND_CHUNK = 1 << 16
@@ -121,28 +113,6 @@ class KeyIndex:
         return np.where(found, self.position[at], -1)
 
 
-@dataclass(frozen=True)
-class KeyPlaces:
-    """Keys an entry's (or a parse's) segments hold, indexed, with where each lies: item
-    ``item[i]`` of segment ``seg[i]`` for the key at position ``i`` of the keys the index was
-    made of. What locating keys and counting the ones an entry lacks need of them: 28 bytes a
-    key, where the keys' frame and an index beside it took 48."""
-
-    segments: tuple[Segment, ...]
-    index: KeyIndex
-    seg: np.ndarray  # int32
-    item: np.ndarray  # int32
-
-    @classmethod
-    def of(cls, segments: Sequence[Segment], held: pl.DataFrame) -> KeyPlaces:
-        """From `prior.featurestore.segment_files.key_items`' frame of ``segments`` (keys as
-        numbers); the frame's keys are not kept."""
-        return cls(tuple(segments), KeyIndex(held["key"]), held["seg"].to_numpy(), held["item"].to_numpy())
-
-    def __len__(self) -> int:
-        return len(self.seg)
-
-
 def distinct_keys(*columns: pl.Series) -> pl.Series:
     """The distinct values of the columns' concatenation, in the order they first appear in it
     (the first column's, then each next column's new ones). Each column is made distinct before
@@ -153,4 +123,4 @@ def distinct_keys(*columns: pl.Series) -> pl.Series:
     return pl.concat([c.unique(maintain_order=True) for c in columns]).unique(maintain_order=True)
 
 
-__all__ = ["KeyIndex", "KeyPlaces", "distinct_keys"]
+__all__ = ["KeyIndex", "distinct_keys"]

@@ -40,12 +40,15 @@ import polars as pl
 
 from prior.featurestore.key_index import KeyIndex, distinct_keys
 from prior.featurestore.key_numbers import KEY_NUMBER, key_numbers
+from prior.featurestore.located import Located, locate_keys
 from prior.featurestore.segment_files import frame_groups
 from prior.featurestore.segments import PAIR_KEY_COLUMNS
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import checked_read
 
 if TYPE_CHECKING:
+    from prior.featurestore.catalog import Segment
+    from prior.featurestore.entries import EntryInfo
     from prior.featurestore.segments import SegmentStore
 
 # the columns of a split's rows a numbered read decodes
@@ -230,13 +233,18 @@ def leave_out_numbered(numbered: NumberedSplit, skipped: dict[str, str]) -> tupl
 
 
 class NumberedCoverage(Coverage):
-    """`Coverage` over numbered splits (module docstring): the keys of an entry and of a split
-    held as numbers, the split never held as a frame."""
+    """`Coverage` over numbered splits (module docstring): the keys of a split held as numbers,
+    the split never held as a frame, and an entry's coverage found by locating the split's keys
+    in the entry's segments as they are read (`prior.featurestore.located`): no index over the
+    entry's keys is made. What a split's index needs of an entry that holds the split, where
+    each key lies, is kept for it (`take_located`)."""
 
     def __init__(self, store: SegmentStore) -> None:
-        super().__init__(store, numbers=True)
+        super().__init__(store)
         self._numbered: dict[tuple[str, str], NumberedSplit] = {}
         self._served: dict[tuple[str, str, str], tuple[NumberedSplit, dict[str, int]]] = {}
+        self._sorted: dict[tuple[str, str, str, str | None], KeyIndex] = {}
+        self._located: dict[tuple[str, str, str], Located] = {}
 
     def numbered(self, dataset: str, split: str) -> NumberedSplit:
         """The split's rows as numbers (`numbered_split`), read once per selection."""
@@ -256,11 +264,45 @@ class NumberedCoverage(Coverage):
         served, _ = self.served_numbered(dataset, split, parse)
         return [served.pair_key] if scope == "pair" else [served.sentences]
 
+    def located(self, segments: Sequence[Segment], inner: str, column: str, dataset: str, split: str,
+                scope: str, parse: str | None) -> Located:
+        """Where the keys of ``scope`` (pairs or sentences) of the split a read of ``parse``
+        serves lie in ``column`` of the ``inner`` table of ``segments`` (`locate_keys`; the
+        split's keys sorted once per selection)."""
+        keys = self._columns(dataset, split, scope, parse)[0]
+        sorted_key = (dataset, split, scope, parse)
+        if sorted_key not in self._sorted:
+            self._sorted[sorted_key] = KeyIndex(keys)
+        return locate_keys(self.store.fs, segments, inner, column, keys, self._sorted[sorted_key])
+
+    def entry_located(self, entry: EntryInfo, dataset: str, split: str) -> Located:
+        """Where the split's keys lie in ``entry``'s segments; kept for `take_located` when the
+        entry holds all of them."""
+        key = (entry.key, dataset, split)
+        if key in self._located:
+            return self._located[key]
+        segments = [s for s in self.store.segments("feature") if s.target["entry"] == entry.key]
+        found = self.located(segments, "index.parquet", "key", dataset, split, entry.scope, entry.parse)
+        if not found.lacking:
+            self._located[key] = found
+        return found
+
+    def take_located(self, entry: EntryInfo, dataset: str, split: str) -> Located:
+        """`entry_located`, no longer kept here (for its last reader)."""
+        found = self.entry_located(entry, dataset, split)
+        self._located.pop((entry.key, dataset, split), None)
+        return found
+
+    def lacking(self, entry: EntryInfo, dataset: str, split: str) -> int:
+        """How many distinct keys of the split the entry lacks (`entry_located`)."""
+        return self.entry_located(entry, dataset, split).lacking
+
     def forget_split(self, dataset: str, split: str) -> None:
         super().forget_split(dataset, split)
         self._numbered.pop((dataset, split), None)
-        for key in [k for k in self._served if k[:2] == (dataset, split)]:
-            del self._served[key]
+        self._served = {k: v for k, v in self._served.items() if k[:2] != (dataset, split)}
+        self._sorted = {k: v for k, v in self._sorted.items() if k[:2] != (dataset, split)}
+        self._located = {k: v for k, v in self._located.items() if k[1:] != (dataset, split)}
 
 
 __all__ = ["NUMBERED_COLUMNS", "KeyNumbering", "LabelCodes", "NumberedCoverage", "NumberedSplit",

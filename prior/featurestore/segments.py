@@ -469,13 +469,12 @@ class SegmentStore:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
         return self.entry_items(entry)[1]["key"]
 
-    def entry_items(self, entry: EntryInfo | str, *, numbers: bool = False) -> tuple[list[Segment], pl.DataFrame]:
+    def entry_items(self, entry: EntryInfo | str) -> tuple[list[Segment], pl.DataFrame]:
         """An entry's segments, and every key they hold with where it lies (`key_items`: key,
-        seg, item; duplicates kept), from the key columns alone; ``numbers``: the keys as
-        numbers."""
+        seg, item; duplicates kept), from the key columns alone."""
         key = entry if isinstance(entry, str) else entry.key
         segs = [s for s in self.segments("feature") if s.target["entry"] == key]
-        return segs, key_items(self.fs, segs, "index.parquet", "key", numbers=numbers)
+        return segs, key_items(self.fs, segs, "index.parquet", "key")
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""

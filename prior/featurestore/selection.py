@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
     from prior.featurestore.catalog import Segment
     from prior.featurestore.entries import EntryInfo
-    from prior.featurestore.key_index import KeyPlaces
     from prior.featurestore.segments import SegmentStore
 
 # the recipes of what a store lacks live in `prior.featurestore.rebuild`; named here too, where
@@ -139,15 +138,13 @@ def known_keys(entries: Sequence[EntryInfo]) -> set[str]:
 class Coverage:
     """Which keys each entry holds and which each split needs, read once per selection. A
     split's rows are checked against its manifest (`prior.featurestore.splits`); what an entry
-    needs of them leaves out the pairs its parse's build skipped. ``numbers``: the rows' and
-    the entries' keys are held as numbers (`prior.featurestore.key_numbers`), a third of their
-    text's memory, and each entry's keys as `KeyPlaces`; a split's index reads its splits as
-    numbered splits instead of frames (`prior.featurestore.numbered_split.NumberedCoverage`)."""
+    needs of them leaves out the pairs its parse's build skipped. A split's index holds the
+    keys as numbers and reads its splits as numbered splits instead of frames
+    (`prior.featurestore.numbered_split.NumberedCoverage`)."""
 
-    def __init__(self, store: SegmentStore, *, numbers: bool = False) -> None:
-        self.store, self.numbers = store, numbers
+    def __init__(self, store: SegmentStore) -> None:
+        self.store = store
         self._held: dict[str, tuple[list[Segment], pl.DataFrame]] = {}
-        self._places: dict[str, KeyPlaces] = {}
         self._need: dict[tuple[str, str, str, str | None], pl.Series] = {}
         self._rows: dict[tuple[str, str], pl.DataFrame] = {}
         self._skipped: dict[str, dict[str, str]] = {}
@@ -156,34 +153,15 @@ class Coverage:
         """The split's pair rows, checked against its manifest (`splits.checked_rows`), read once
         per selection."""
         if (dataset, split) not in self._rows:
-            self._rows[dataset, split] = checked_rows(self.store, dataset, split, numbers=self.numbers)
+            self._rows[dataset, split] = checked_rows(self.store, dataset, split)
         return self._rows[dataset, split]
 
     def held(self, entry: EntryInfo) -> tuple[list[Segment], pl.DataFrame]:
         """The entry's segments and the keys they hold with where each lies
         (`SegmentStore.entry_items`), read once per selection."""
         if entry.key not in self._held:
-            self._held[entry.key] = self.store.entry_items(entry, numbers=self.numbers)
+            self._held[entry.key] = self.store.entry_items(entry)
         return self._held[entry.key]
-
-    def places(self, entry: EntryInfo) -> KeyPlaces:
-        """With keys as numbers: the entry's keys indexed with where each lies
-        (`prior.featurestore.key_index.KeyPlaces`), built once per selection from
-        `SegmentStore.entry_items`, whose frame is not kept."""
-        if not self.numbers:
-            raise ValueError("an entry's key places are made of its keys as numbers (Coverage(numbers=True))")
-        if entry.key not in self._places:
-            from prior.featurestore.key_index import KeyPlaces
-
-            self._places[entry.key] = KeyPlaces.of(*self.store.entry_items(entry, numbers=True))
-        return self._places[entry.key]
-
-    def take_places(self, entry: EntryInfo) -> KeyPlaces:
-        """`places`, no longer kept here: for the last reader of an entry's keys (the memory goes
-        with its last reference)."""
-        found = self.places(entry)
-        del self._places[entry.key]
-        return found
 
     def skipped(self, parse: str | None) -> dict[str, str]:
         """The sentences ``parse``'s builds skipped → why (`SegmentStore.skipped_sentences`)."""
@@ -209,23 +187,11 @@ class Coverage:
         return self._need[key]
 
     def lacking(self, entry: EntryInfo, dataset: str, split: str) -> int:
-        """How many distinct keys of the split the entry lacks. With keys as numbers, each key
-        column is looked up as it is (`KeyIndex`, by binary search) and only the keys not found
-        are made distinct: the split's whole columns are never hashed (27 MiB at 500k pairs)."""
-        if not self.numbers:
-            have = self.held(entry)[1]["key"]
-            need = self.needed(dataset, split, entry.scope, entry.parse)
-            # an anti-join: 2.4x faster than `is_in` on 500k keys alone (both sides hashed in parallel)
-            return need.to_frame("key").join(have.to_frame("key"), on="key", how="anti").height
-        import polars as pl
-
-        from prior.featurestore.key_index import distinct_keys
-
-        # the entry's index first, then the split's keys: the index is made while no split is held
-        index = self.places(entry).index
-        absent = [c.filter(pl.Series(index.find(c) < 0)) for c in self._columns(dataset, split, entry.scope,
-                                                                                    entry.parse)]
-        return distinct_keys(*absent).len()
+        """How many distinct keys of the split the entry lacks."""
+        have = self.held(entry)[1]["key"]
+        need = self.needed(dataset, split, entry.scope, entry.parse)
+        # an anti-join: 2.4x faster than `is_in` on 500k keys alone (both sides hashed in parallel)
+        return need.to_frame("key").join(have.to_frame("key"), on="key", how="anti").height
 
     def missing(self, entry: EntryInfo, dataset: str, split: str) -> tuple[int, int]:
         """(items of the split the entry lacks, items the split needs of it)."""

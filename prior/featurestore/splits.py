@@ -48,7 +48,6 @@ import polars as pl
 
 from prior.errors import NotFoundError
 from prior.featurestore.catalog import MANIFEST, SPLITS
-from prior.featurestore.key_numbers import KEY_NUMBER, key_numbers
 from prior.featurestore.rebuild import ShortSplitError, pairs_recipe, restore_recipe
 from prior.featurestore.recipe import Recipe, read_recorded, render
 from prior.hints import option
@@ -232,11 +231,11 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
             f"sha256 {shape.lost[-1].source[:12]}, than those the split holds now)")
 
 
-def checked_rows(store: SegmentStore, dataset: str, split: str, *, numbers: bool = False) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`; ``numbers``: its keys as numbers), checked
+def checked_rows(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
+    """The split's rows (`SegmentStore.pair_rows`), checked
     against its manifest and against the later records of its builds: `ShortSplitError` when
     some are missing (`checked_read`)."""
-    return checked_read(store, dataset, split, lambda: store.pair_rows(dataset, split, numbers=numbers))
+    return checked_read(store, dataset, split, lambda: store.pair_rows(dataset, split))
 
 
 class HasHeight(Protocol):
@@ -304,16 +303,13 @@ def skipped_note(dataset: str, split: str, skipped: dict[str, int]) -> str:
 
 
 def leave_out_skipped(rows: pl.DataFrame, skipped: dict[str, str]) -> tuple[pl.DataFrame, dict[str, int]]:
-    """``rows`` (keys as text or as numbers) without the pairs that have a sentence of
+    """``rows`` without the pairs that have a sentence of
     ``skipped`` (key → reason), and how many were left out per reason (a pair counts under its
     first sentence's reason)."""
     if not skipped or rows.is_empty():
         return rows, {}
+    why = dict(skipped)
     keys = pl.Series("key", list(skipped), dtype=pl.String)
-    if rows["key_a"].dtype == KEY_NUMBER:  # a recorded value that is no key matches no row
-        keys = key_numbers(keys, strict=False)
-    why = dict(zip(keys.to_list(), skipped.values()))
-    keys = keys.drop_nulls()
     out = rows["key_a"].is_in(keys.implode()) | rows["key_b"].is_in(keys.implode())
     if not out.any():
         return rows, {}

@@ -6,17 +6,18 @@ pair's data lies in the store.
 files at a time, of each pair only its key, its two sentences' numbers and its label code; the
 pairs whose build skipped a sentence of the parse read left out and counted, a warning saying
 so), selects the feature's entries and the parse (`prior.featurestore.selection`), and
-locates every key in the segments that hold it by reading their key columns only. The
-selection's reads (the numbered split, each entry's keys as `KeyPlaces`) are the index's, so
-each segment file is read once; every key is held as the 128-bit number it spells
-(`prior.featurestore.key_numbers`). What it keeps is a few integers per pair —
-its two sentences (numbered within the split), its label, and per pair entry the segment and
-item holding its value — and per sentence the same for its parse and sentence entries:
-about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature values
-would take kilobytes. While it is built it holds besides, per pair, its key (16 bytes) and, per
-entry, its keys' places (28 bytes a key): never a frame of the split's rows
-(bench/RESULTS.md, "The split's index from numbered rows"). The loader
-(`prior.trainers.reader`) reads the values themselves piece by piece as the run goes.
+locates every key in the segments that hold it: their key columns only, a group of rows at a
+time, looked up among the split's sorted keys (`prior.featurestore.located`). The selection's
+coverage check is that location, so each entry's files are read once; every key is held as the
+128-bit number it spells (`prior.featurestore.key_numbers`). What it keeps is a few integers
+per pair — its two sentences (numbered within the split), its label, and per pair entry the
+segment and item holding its value — and per sentence the same for its parse and sentence
+entries: about 16 bytes per pair plus 8 per entry, where the split's texts, words and feature
+values would take kilobytes. While it is built it holds besides, per pair and per sentence, its
+key (16 bytes) and its place in the split's sorted keys (20 bytes): never a frame of the
+split's rows, nor an index over an entry's keys (bench/RESULTS.md, "The split's index located
+while the segments are read"). The loader (`prior.trainers.reader`) reads the values themselves
+piece by piece as the run goes.
 
 ``fingerprint`` is what a checkpoint records of the data (`prior.json`): the store, the
 split, its pair count and a digest of its pair keys in order, the parse and the entries; a
@@ -36,11 +37,10 @@ import polars as pl
 from prior.errors import DataError
 from prior.featurestore import Store, StoreRef, open_store
 from prior.featurestore.catalog import Segment
-from prior.featurestore.key_index import KeyPlaces
 from prior.featurestore.key_numbers import KEY_DIGITS, key_text_bytes, key_texts
+from prior.featurestore.located import Located
 from prior.featurestore.numbered_split import MISSING_LABEL, NumberedCoverage, NumberedSplit
 from prior.featurestore.recipe import FeatureRecipe, render
-from prior.featurestore.segment_files import key_items
 from prior.featurestore.selection import ParseSelectionError, Request, build_recipe, select_parse
 from prior.featurestore.splits import skipped_note
 from prior.layouts.views import resolve_view
@@ -111,17 +111,11 @@ def _labels(numbered: NumberedSplit) -> np.ndarray | None:
     return codes.astype(np.int64)
 
 
-def locate(places: KeyPlaces, keys: pl.Series) -> tuple[Locator, int]:
-    """Where each of ``keys`` lies in the segments whose keys ``places`` indexes
-    (`prior.featurestore.key_index.KeyPlaces`; the first copy in catalog order), and how many
-    keys none of them holds. Found by binary search, not a join: half the transient memory at
-    500k keys."""
-    found = places.index.find(keys)
-    held_at = found >= 0
-    seg, item = np.full(len(found), -1, dtype=np.int32), np.full(len(found), -1, dtype=np.int32)
-    seg[held_at] = places.seg[found[held_at]]
-    item[held_at] = places.item[found[held_at]]
-    return Locator(places.segments, seg, item), int(len(found) - held_at.sum())
+def locator(found: Located, keys: pl.Series) -> tuple[Locator, int]:
+    """Where each of ``keys`` lies (`prior.featurestore.located.Located.of`), and how many of
+    them the segments do not hold."""
+    seg, item = found.of(keys)
+    return Locator(found.segments, seg, item), int((seg < 0).sum())
 
 
 def pairs_digest(pair_keys: pl.Series) -> str:
@@ -175,18 +169,20 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     kind, names = served.label_kind, served.label_names
     sent_a, sent_b, sentences, pair_keys, pairs = (served.sent_a, served.sent_b, served.sentences, served.pair_key,
                                                    served.height)
-    # what is left of the split's rows is their pair keys: the rest goes before the entries are read
-    del served
-    coverage.forget_split(dataset, split)
-    words = _words(store, dataset, split, parse, sentences, feature)
+    # the keys were located while the selection read the entries (`NumberedCoverage`); the
+    # parse's records are located the same way
+    words = _words(store, coverage, dataset, split, parse, sentences, feature)
     pair_locs: dict[str, Locator] = {}
     sentence_locs: dict[str, Locator] = {}
     for info in plan.entries if plan else ():
-        loc, missing = locate(coverage.take_places(info), pair_keys if info.scope == "pair" else sentences)
+        loc, missing = locator(coverage.take_located(info, dataset, split),
+                               pair_keys if info.scope == "pair" else sentences)
         if missing:  # the selection checked coverage: only a concurrent gc gets here
             raise MissingFeatureError(f"entry {info.spec} {info.key[:12]} lost {missing} items of {dataset}/{split} "
                                       "while being read; read again")
         (pair_locs if info.scope == "pair" else sentence_locs)[info.key] = loc
+    del served
+    coverage.forget_split(dataset, split)
     fingerprint = {"store": store.location, "dataset": dataset, "split": split, "pairs": pairs,
                    "pairs_digest": pairs_digest(pair_keys), "parse": parse,
                    "parser": store.parse_ids().get(parse) if parse else None,
@@ -196,13 +192,13 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
                       sentence_locs, plan, fingerprint)
 
 
-def _words(store: Store, dataset: str, split: str, parse: str | None, sentences: pl.Series,
-           feature: str | None) -> Locator:
+def _words(store: Store, coverage: NumberedCoverage, dataset: str, split: str, parse: str | None,
+           sentences: pl.Series, feature: str | None) -> Locator:
     """Where each sentence's parse record lies; `MissingFeatureError` with the build line that
     parses what is missing."""
     segments = [s for s in store.segments("parses") if s.target["parse"] == parse]
-    loc, missing = locate(KeyPlaces.of(segments, key_items(store.fs, segments, "parses.parquet", "sent_key",
-                                                           numbers=True)), sentences)
+    loc, missing = locator(coverage.located(segments, "parses.parquet", "sent_key", dataset, split, "sentence", parse),
+                           sentences)
     if missing:
         recipe = build_recipe(store, dataset=dataset, split=split, parse=parse,
                               features=[FeatureRecipe(feature or "sdoi")])
@@ -212,4 +208,4 @@ def _words(store: Store, dataset: str, split: str, parse: str | None, sentences:
     return loc
 
 
-__all__ = ["Locator", "SplitIndex", "index_split", "locate", "pairs_digest"]
+__all__ = ["Locator", "SplitIndex", "index_split", "locator", "pairs_digest"]
