@@ -93,3 +93,20 @@ def test_coverage_located_on_a_store_counts_and_places_as_the_frames_do(tmp_path
     assert kept.lacking == 0 and coverage.take_located(dep, "many", "train") is kept
     assert coverage.entry_located(dep, "many", "train") is not kept  # taken: read again when asked again
     assert coverage.entry_located(partial, "many", "train") is not found  # an incomplete entry is not kept
+
+
+@pytest.mark.parametrize("limit", [None, 17])
+def test_a_split_that_holds_a_pair_three_times_locates_every_row(tmp_path: Path, limit: int | None) -> None:
+    """20 distinct pairs over 60 rows: the split's sorted keys hold each once, and each of its
+    rows (all of them, or the first 17) is located at the item that holds its key."""
+    from prior.featurestore.segment_files import key_items
+    from prior.trainers.split_index import index_split
+
+    store = many_pairs_store(tmp_path / "s", pairs=60, sentences=5)
+    rows = store.pair_rows("many", "train")
+    assert rows["pair_key"].n_unique() == 20
+    index = index_split(store, "many", "train", feature="dep", limit=limit)
+    loc = index.pair_locs[store.entries("dep")[0].key]
+    held = [key_items(store.fs, [s], "index.parquet", "key")["key"].to_list() for s in loc.segments]
+    assert len(index) == (limit or 60)
+    assert [held[s][i] for s, i in zip(loc.seg.tolist(), loc.item.tolist())] == rows["pair_key"].to_list()[:len(index)]
