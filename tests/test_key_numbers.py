@@ -17,7 +17,7 @@ from prior.featurestore import open_store
 from prior.featurestore.errors import StoreError
 from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, key_numbers, key_text_bytes, key_texts
 from prior.featurestore.numbered_split import NumberedCoverage, leave_out_numbered, numbered_split
-from prior.featurestore.segment_files import key_items
+from prior.featurestore.segment_files import key_items, read_frames
 from prior.featurestore.selection import Coverage
 from prior.featurestore.splits import leave_out_skipped
 from prior.trainers.split_index import index_split, pairs_digest
@@ -62,17 +62,17 @@ def test_the_pairs_digest_is_the_same_from_texts_and_from_numbers() -> None:
     assert pairs_digest(key_numbers(keys.reverse())) != reference
 
 
-def test_key_items_and_pair_rows_as_numbers_equal_their_texts(location: Path) -> None:
+def test_key_columns_and_pair_rows_as_numbers_equal_their_texts(location: Path) -> None:
     store = open_store(location, create=False)
     segs = [s for s in store.segments("feature") if s.target["entry"] == store.entries("dep")[0].key]
-    texts = key_items(store.fs, segs, "index.parquet", "key")
-    numbers = key_items(store.fs, segs, "index.parquet", "key", numbers=True)
-    assert numbers.schema == {"key": KEY_NUMBER, "seg": pl.Int32, "item": pl.Int32}
+    texts = pl.concat(read_frames(store.fs, segs, "index.parquet", ["key"]))
+    numbers = pl.concat(read_frames(store.fs, segs, "index.parquet", ["key"], numbers=["key"]))
+    assert numbers.schema == {"key": KEY_NUMBER}
     assert numbers.equals(texts.with_columns(key_numbers(texts["key"])))
     rows = store.pair_rows("many", "train")
     assert store.pair_rows("many", "train", numbers=True).equals(
         rows.with_columns(*(key_numbers(rows[c]) for c in ("pair_key", "key_a", "key_b"))))
-    assert key_items(store.fs, [], "index.parquet", "key", numbers=True).schema["key"] == KEY_NUMBER
+    assert read_frames(store.fs, [], "index.parquet", ["key"], numbers=["key"]) == []
 
 
 def test_skipped_sentences_leave_the_same_pairs_out_of_rows_as_numbers(location: Path) -> None:
@@ -185,8 +185,8 @@ def test_large_files_read_a_row_group_at_a_time_give_the_same_keys_rows_and_inde
 
     def reads() -> tuple:
         fresh = open_store(tmp_path / "s", create=False)
-        return (key_items(fresh.fs, segs, "index.parquet", "key", numbers=True),
-                key_items(fresh.fs, parses, "parses.parquet", "sent_key", numbers=True),
+        return (pl.concat(read_frames(fresh.fs, segs, "index.parquet", ["key"], numbers=["key"])),
+                pl.concat(read_frames(fresh.fs, parses, "parses.parquet", ["sent_key"], numbers=["sent_key"])),
                 fresh.pair_rows("many", "train", numbers=True), numbered_split(fresh, "many", "train"),
                 index_split(fresh, "many", "train", feature="dep"))
 

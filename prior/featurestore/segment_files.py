@@ -19,7 +19,7 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import damaged, folder_files, is_verified, read_checked, read_checked_files
 from prior.featurestore.fs import StoreFS
-from prior.featurestore.key_numbers import KEY_NUMBER, KeyTextError, frame_key_numbers
+from prior.featurestore.key_numbers import KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged, item_starts
@@ -244,19 +244,17 @@ def _read_each(fs: StoreFS, segments: Sequence[Segment], inner: str,
         return list(pool.map(lambda s: read_frame(fs, s, inner, columns), segments))
 
 
-def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str, *,
-              numbers: bool = False) -> pl.DataFrame:
+def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str) -> pl.DataFrame:
     """Every key in ``column`` of the ``inner`` table of ``segments`` with where it lies: ``seg``
     (the segment's position in ``segments``) and ``item`` (its row in that table), in segment
-    order, duplicates kept. Only the key column is read; ``numbers``: the keys as numbers
-    (`prior.featurestore.key_numbers`), converted as `read_frames` reads them."""
-    frames = read_frames(fs, segments, inner, [column], numbers=[column] if numbers else ())
+    order, duplicates kept. Only the key column is read. (A split's index locates its keys
+    while reading the key columns instead: `prior.featurestore.located`.)"""
+    frames = read_frames(fs, segments, inner, [column])
     if not frames:
-        return pl.DataFrame(schema={"key": KEY_NUMBER if numbers else pl.String, "seg": pl.Int32, "item": pl.Int32})
+        return pl.DataFrame(schema={"key": pl.String, "seg": pl.Int32, "item": pl.Int32})
     sizes = np.array([f.height for f in frames], dtype=np.int64)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    keys = pl.concat([f.to_series() for f in frames])
-    return pl.DataFrame({"key": keys if numbers else keys.cast(pl.String),
+    return pl.DataFrame({"key": pl.concat([f.to_series() for f in frames]).cast(pl.String),
                          "seg": np.repeat(np.arange(len(frames), dtype=np.int32), sizes),
                          "item": (np.arange(int(sizes.sum()), dtype=np.int64) - starts).astype(np.int32)})
 
