@@ -66,7 +66,7 @@ def test_distinct_keys_located_are_answered_without_a_lookup(monkeypatch: pytest
     monkeypatch.setattr(located, "frame_groups", lambda *a: iter([([(0, 2)], pl.DataFrame({"key": _keys([2, 1])}))]))
     keys = _keys([1, 2, 3])
     found = locate_keys(None, [object()], "index.parquet", "key", keys)  # type: ignore[arg-type, list-item]
-    monkeypatch.setattr(found.index, "find", None)  # a lookup would fail
+    monkeypatch.setattr(located, "KeyIndex", None)  # a lookup would fail
     seg, item = found.of(keys)
     assert seg.tolist() == [0, 0, -1] and item.tolist() == [1, 0, -1] and found.lacking == 1
 

@@ -243,7 +243,6 @@ class NumberedCoverage(Coverage):
         super().__init__(store)
         self._numbered: dict[tuple[str, str], NumberedSplit] = {}
         self._served: dict[tuple[str, str, str], tuple[NumberedSplit, dict[str, int]]] = {}
-        self._sorted: dict[tuple[str, str, str, str | None], KeyIndex] = {}
         self._located: dict[tuple[str, str, str], Located] = {}
 
     def numbered(self, dataset: str, split: str) -> NumberedSplit:
@@ -267,13 +266,8 @@ class NumberedCoverage(Coverage):
     def located(self, segments: Sequence[Segment], inner: str, column: str, dataset: str, split: str,
                 scope: str, parse: str | None) -> Located:
         """Where the keys of ``scope`` (pairs or sentences) of the split a read of ``parse``
-        serves lie in ``column`` of the ``inner`` table of ``segments`` (`locate_keys`; the
-        split's keys sorted once per selection)."""
-        keys = self._columns(dataset, split, scope, parse)[0]
-        sorted_key = (dataset, split, scope, parse)
-        if sorted_key not in self._sorted:
-            self._sorted[sorted_key] = KeyIndex(keys)
-        return locate_keys(self.store.fs, segments, inner, column, keys, self._sorted[sorted_key])
+        serves lie in ``column`` of the ``inner`` table of ``segments`` (`locate_keys`)."""
+        return locate_keys(self.store.fs, segments, inner, column, self._columns(dataset, split, scope, parse)[0])
 
     def entry_located(self, entry: EntryInfo, dataset: str, split: str) -> Located:
         """Where the split's keys lie in ``entry``'s segments; kept for `take_located` when the
@@ -301,7 +295,6 @@ class NumberedCoverage(Coverage):
         super().forget_split(dataset, split)
         self._numbered.pop((dataset, split), None)
         self._served = {k: v for k, v in self._served.items() if k[:2] != (dataset, split)}
-        self._sorted = {k: v for k, v in self._sorted.items() if k[:2] != (dataset, split)}
         self._located = {k: v for k, v in self._located.items() if k[1:] != (dataset, split)}
 
 
