@@ -9,9 +9,9 @@ memory"). :class:`KeyIndex` sorts the held keys' two 64-bit halves once and find
 by binary search, a chunk of them at a time: 20 bytes per held key while it lives, nothing
 hashed.
 
-Equal keys keep their first position. The keys are blake2b digests, so two different keys with the same high half do not occur
-in practice; where they do (a crafted store), the index sorts by both halves instead, and the
-answers are the same.
+Equal keys keep their first position. The keys are blake2b digests, so two different keys with
+the same high half do not occur in practice; where they do (a crafted store), the index sorts by
+both halves instead, and the answers are the same.
 """
 
 from __future__ import annotations

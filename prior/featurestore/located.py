@@ -4,7 +4,7 @@ A split's index (`prior.trainers.split_index`) needs, for each key of its split 
 sentence's), the segment and the row of its table that hold it, and a selection needs how many
 of the split's keys an entry lacks (`prior.featurestore.numbered_split.NumberedCoverage`). Both
 come from one pass over the segments' key columns (:func:`locate_keys`): the split's keys are
-sorted once (`prior.featurestore.key_index.KeyIndex`), each group of the segments' rows
+sorted (`prior.featurestore.key_index.KeyIndex`), each group of the segments' rows
 (`prior.featurestore.segment_files.frame_groups`: up to 65,536 rows) is looked up among them as
 it is read, and only the rows that hold a key of the split are kept, as its segment and item.
 

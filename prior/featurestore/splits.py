@@ -232,9 +232,8 @@ def restore_text(shape: SplitShape, recipe: Recipe) -> str:
 
 
 def checked_rows(store: SegmentStore, dataset: str, split: str) -> pl.DataFrame:
-    """The split's rows (`SegmentStore.pair_rows`), checked
-    against its manifest and against the later records of its builds: `ShortSplitError` when
-    some are missing (`checked_read`)."""
+    """The split's rows (`SegmentStore.pair_rows`), checked against its manifest and against the
+    later records of its builds: `ShortSplitError` when some are missing (`checked_read`)."""
     return checked_read(store, dataset, split, lambda: store.pair_rows(dataset, split))
 
 
@@ -303,9 +302,8 @@ def skipped_note(dataset: str, split: str, skipped: dict[str, int]) -> str:
 
 
 def leave_out_skipped(rows: pl.DataFrame, skipped: dict[str, str]) -> tuple[pl.DataFrame, dict[str, int]]:
-    """``rows`` without the pairs that have a sentence of
-    ``skipped`` (key → reason), and how many were left out per reason (a pair counts under its
-    first sentence's reason)."""
+    """``rows`` without the pairs that have a sentence of ``skipped`` (key → reason), and how
+    many were left out per reason (a pair counts under its first sentence's reason)."""
     if not skipped or rows.is_empty():
         return rows, {}
     why = dict(skipped)
