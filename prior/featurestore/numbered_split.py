@@ -275,8 +275,8 @@ class NumberedCoverage(Coverage):
         key = (entry.key, dataset, split)
         if key in self._located:
             return self._located[key]
-        segments = [s for s in self.store.segments("feature") if s.target["entry"] == entry.key]
-        found = self.located(segments, "index.parquet", "key", dataset, split, entry.scope, entry.parse)
+        found = self.located(self.store.entry_segments(entry), "index.parquet", "key", dataset, split, entry.scope,
+                             entry.parse)
         if not found.lacking:
             self._located[key] = found
         return found

@@ -469,17 +469,21 @@ class SegmentStore:
         """The keys an entry's segments hold, as one string Series (duplicates kept)."""
         return self.entry_items(entry)[1]["key"]
 
+    def entry_segments(self, entry: EntryInfo | str) -> list[Segment]:
+        """An entry's feature segments, in catalog order."""
+        key = entry if isinstance(entry, str) else entry.key
+        return [s for s in self.segments("feature") if s.target["entry"] == key]
+
     def entry_items(self, entry: EntryInfo | str) -> tuple[list[Segment], pl.DataFrame]:
         """An entry's segments, and every key they hold with where it lies (`key_items`: key,
         seg, item; duplicates kept), from the key columns alone."""
-        key = entry if isinstance(entry, str) else entry.key
-        segs = [s for s in self.segments("feature") if s.target["entry"] == key]
+        segs = self.entry_segments(entry)
         return segs, key_items(self.fs, segs, "index.parquet", "key")
 
     def load_feature(self, entry: EntryInfo | str) -> FeatureData:
         """All committed items of an entry, in memory (a few hundred bytes per item)."""
         key = entry if isinstance(entry, str) else entry.key
-        segs = [s for s in self.segments("feature") if s.target["entry"] == key]
+        segs = self.entry_segments(key)
         if not segs:
             raise NotFoundError(f"{self.location} has no feature entry {key}")
         info = EntryInfo.from_target(segs[0].target)
