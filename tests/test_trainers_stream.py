@@ -18,6 +18,7 @@ from prior.trainers.caches import LruCache
 from prior.trainers.data import load_split
 from prior.trainers.loader import LoaderSettings, Position, TrainStream, run_batches
 from prior.trainers.order import Shuffle, epoch_order, lane_starts, rank_batch, served_batch, windowed_order
+from prior.trainers.pipes import PIPE_BYTES, pipe_capacity, result_pipe
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import index_split
 from prior.trainers.tokens import encode_pairs
@@ -145,6 +146,33 @@ def test_stream_same_batches_with_0_1_and_2_workers(store) -> None:
         other = run(stream(), workers)
         assert [(b.epoch, b.batch) for b in other] == [(b.epoch, b.batch) for b in plain]
         assert all(same(a.tensors, b.tensors) for a, b in zip(plain, other))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_stream_workers_batches_cross_a_widened_pipe_the_same(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader's result pipe is widened (its index queues are not); where the system refuses,
+    the batches are the same."""
+    settings = LoaderSettings(workers=2, window=SMALL.window, piece=SMALL.piece)
+    plain = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1))
+    batches = run_batches(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1), settings)
+    fd = result_pipe(batches)
+    assert fd is not None and pipe_capacity(fd) == min(PIPE_BYTES, widest())
+    assert all(pipe_capacity(q._reader.fileno()) < PIPE_BYTES for q in batches._index_queues)
+    assert all(same(a.tensors, b.tensors) for a, b in zip(plain, [b for b in batches if not b.skip], strict=True))
+
+    def refused(fd: int, size: int = PIPE_BYTES) -> bool:
+        return False
+
+    monkeypatch.setattr("prior.trainers.pipes.widen", refused)
+    other = run_batches(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1), settings)
+    fd = result_pipe(other)
+    assert fd is not None and pipe_capacity(fd) < PIPE_BYTES
+    assert all(same(a.tensors, b.tensors) for a, b in zip(plain, [b for b in other if not b.skip], strict=True))
+
+
+def widest() -> int:
+    with open("/proc/sys/fs/pipe-max-size", encoding="ascii") as f:
+        return int(f.read())
 
 
 def test_stream_batches_equal_the_whole_split_read(store) -> None:

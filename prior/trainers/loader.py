@@ -17,7 +17,7 @@ A :class:`TrainBatch` carries the batch's arrays, each pair's loss weight
 took to make it. Workers hand it on as numpy arrays, pickled through the DataLoader's pipe: a
 tensor would cross through a shared-memory file and a socket per tensor, which costs the training
 process about four times as much per batch; the loop takes them as tensors without a copy. The
-pipes are widened so that a batch goes through in one or two writes, not eight
+pipe they cross is widened so that a batch goes through in one or two writes, not eight
 (`prior.trainers.pipes`).
 """
 
@@ -49,7 +49,7 @@ from prior.trainers.order import (
     windowed_order,
 )
 from prior.trainers.pair_data import PairData
-from prior.trainers.pipes import worker_context
+from prior.trainers.pipes import widen_results
 from prior.trainers.reader import SplitReader
 
 
@@ -225,16 +225,17 @@ def run_batches(stream: TrainStream, settings: LoaderSettings, *, pin_memory: bo
     # the tokenizer's own threads must not be live across the workers' fork (and say so once)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     loader = DataLoader(stream, batch_size=None, num_workers=settings.workers, prefetch_factor=settings.prefetch,
-                        worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made,
-                        multiprocessing_context=worker_context())  # pipes a batch fits (prior.trainers.pipes)
+                        worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made)
     # the objects alive now move out of the collector's reach while the workers fork: a forked
     # worker's collections would otherwise write to every object's header and copy the pages
     # it shares with this process (a worker's private memory)
     gc.freeze()
     try:
-        return iter(loader)
+        batches = iter(loader)
     finally:
         gc.unfreeze()
+    widen_results(batches)  # a batch in one or two writes, not eight (prior.trainers.pipes)
+    return batches
 
 
 __all__ = ["LoaderSettings", "Position", "TrainBatch", "TrainStream", "run_batches"]

@@ -1,26 +1,24 @@
-"""The loader workers' pipes, widened where the system allows it.
+"""The pipe a loader's batches cross, widened where the system allows it.
 
 A batch crosses from a loader worker to the training process through a pipe (the
 ``multiprocessing.Queue`` that ``torch.utils.data.DataLoader`` reads its workers' results from).
 A DAFA batch of 32 pairs is about half a megabyte (its (B, T, T) grid), and a Linux pipe holds
 64 KiB: the worker writes a batch in eight parts, each waiting for the training process to read
-the one before. With as many busy processes as cores, each wait is a trip through the scheduler,
-and on 2 cores the loader delivered about 20k pairs/s where one process alone made 35k
-(bench/RESULTS.md, "The loader's pipes widened").
+the one before. With as many busy processes as cores, each wait is a trip through the scheduler
+(bench/RESULTS.md, "The loader's pipe widened").
 
-:func:`worker_context` is the platform's default multiprocessing context (the same start
-method) whose queues ask Linux for pipes of :data:`PIPE_BYTES` (``F_SETPIPE_SZ``; at most
-``/proc/sys/fs/pipe-max-size``, 1 MiB by default), so a batch is written in one or two parts.
-Nothing else changes: the same processes, the same pickled batches. Where the system has no
-such call (macOS, Windows) the context is ``None``, the DataLoader's own; where it refuses one
-(a user past ``/proc/sys/fs/pipe-user-pages-soft``), that pipe keeps its size.
+:func:`widen_results` asks Linux for a result pipe of :data:`PIPE_BYTES` (``F_SETPIPE_SZ``, at
+most ``/proc/sys/fs/pipe-max-size``: 1 MiB by default), so a batch goes through in one or two
+writes. Only that pipe: the workers' index queues carry a few bytes a batch, and every pipe's
+capacity counts against the user's ``/proc/sys/fs/pipe-user-pages-soft`` (64 MiB by default,
+past which the system gives every new pipe of the user 8 KiB). Nothing else changes: the same
+processes, the same pickled batches. Where the system has no such call (macOS, Windows), refuses
+it (a user at that limit), or the DataLoader's iterator holds no result queue where torch 2
+keeps it, the pipe keeps its size.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context as mpc
-import multiprocessing.queues
 from typing import Any
 
 try:
@@ -28,7 +26,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-#: the capacity asked for each pipe of a loader's queues
+#: the capacity asked for the pipe of a loader's results
 PIPE_BYTES = 1 << 20
 
 _SET: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
@@ -49,7 +47,7 @@ def widen(fd: int, size: int = PIPE_BYTES) -> bool:
         return False
     try:
         fcntl.fcntl(fd, _SET, min(size, _max_size()))
-    except OSError:  # EPERM past the user's pipe pages, EBUSY when it holds more than asked
+    except OSError:  # EPERM at the user's pipe pages, EBUSY when it holds more than asked
         return False
     return True
 
@@ -62,36 +60,19 @@ def _max_size() -> int:
         return PIPE_BYTES
 
 
-class _WideQueues:
-    """A context whose queues' pipes are widened (mixed into the standard contexts below)."""
-
-    def Queue(self, maxsize: int = 0) -> multiprocessing.queues.Queue[Any]:  # multiprocessing's name
-        queue: multiprocessing.queues.Queue[Any] = super().Queue(maxsize)  # type: ignore[misc]
-        reader = getattr(queue, "_reader", None)  # the queue's receiving end (a Connection)
-        if reader is not None:
-            widen(reader.fileno())
-        return queue
+def result_pipe(batches: Any) -> int | None:
+    """The file descriptor a DataLoader iterator reads its workers' batches from; ``None``
+    without workers or where torch keeps it elsewhere."""
+    queue = getattr(batches, "_worker_result_queue", None)  # torch.utils.data's multiprocessing iterator
+    reader = getattr(queue, "_reader", None)  # multiprocessing.Queue's receiving Connection
+    return None if reader is None else int(reader.fileno())
 
 
-_CONTEXTS: dict[str, type[mpc.BaseContext]] = {}
-if _SET is not None:
-    class WideForkContext(_WideQueues, mpc.ForkContext):
-        pass
-
-    class WideForkServerContext(_WideQueues, mpc.ForkServerContext):
-        pass
-
-    class WideSpawnContext(_WideQueues, mpc.SpawnContext):
-        pass
-
-    _CONTEXTS = {"fork": WideForkContext, "forkserver": WideForkServerContext, "spawn": WideSpawnContext}
+def widen_results(batches: Any, size: int = PIPE_BYTES) -> bool:
+    """Widen the pipe of a DataLoader iterator's results (module docstring); False where it
+    stays as it was."""
+    fd = result_pipe(batches)
+    return fd is not None and widen(fd, size)
 
 
-def worker_context() -> mpc.BaseContext | None:
-    """The loader's multiprocessing context: the default start method's, its queues widened;
-    ``None`` (the DataLoader's default) where pipes cannot be widened."""
-    wide = _CONTEXTS.get(multiprocessing.get_start_method())
-    return None if wide is None else wide()
-
-
-__all__ = ["PIPE_BYTES", "pipe_capacity", "widen", "worker_context"]
+__all__ = ["PIPE_BYTES", "pipe_capacity", "result_pipe", "widen", "widen_results"]
