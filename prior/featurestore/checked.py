@@ -10,7 +10,8 @@ new segment id; ``gc`` removes a segment's record before its files), so a file t
 once is trusted for the rest of the process: the cache is keyed by store location, segment id,
 file name and expected digest. The first read of a file reads it whole (hashing needs every
 byte) and decodes from those same bytes; later reads go straight to the file, so a Parquet
-reader may again read only the columns it needs.
+reader may again read only the columns it needs, and a reader of a few items of a flat array
+only its shard's index and the pieces holding them (:class:`CheckedRanges`).
 
 On a local disk a file reached through a link is refused before it is read (a store holds no links).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
@@ -88,6 +90,39 @@ def read_checked_files(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> 
         return dict(zip(inners, pool.map(lambda inner: read_checked(fs, segment, inner), inners)))
 
 
+@dataclass(frozen=True)
+class CheckedRanges:
+    """A committed file this process already checked whole (`is_verified`), read by byte
+    ranges: what is read is trusted as every later read of a checked file is (module
+    docstring), and a file that no longer has the bytes it was checked with is a `StoreError`
+    naming it."""
+
+    fs: StoreFS
+    segment: Segment
+    inner: str
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes, as its catalog record lists it."""
+        return int(self.segment.files[self.inner]["size"])
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes from byte ``offset``."""
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise damaged(self.segment, self.inner, f"has no bytes {offset}-{offset + length} "
+                                                    f"(it has {self.size})")
+        try:
+            data = self.fs.read_range(f"{self.segment.folder}/{self.inner}", offset, length)
+        except FileNotFoundError:
+            raise damaged(self.segment, self.inner, "is missing") from None
+        except OSError as exc:
+            raise damaged(self.segment, self.inner, f"cannot be read as a file ({type(exc).__name__})") from None
+        if len(data) != length:
+            raise damaged(self.segment, self.inner, f"ends before byte {offset + length}: it is shorter than "
+                                                    f"the {self.size} bytes it was checked with")
+        return data
+
+
 def folder_files(segment: Segment, prefix: str) -> list[str]:
     """The recorded files below ``prefix/`` of the segment, sorted (a Zarr array's ``zarr.json``
     and chunks). Files present on disk but not recorded are never read."""
@@ -110,5 +145,5 @@ def checked_count(location: str) -> int:
     return sum(1 for k in _VERIFIED if k[0] == location)
 
 
-__all__ = ["FETCH_THREADS", "checked_count", "damaged", "folder_files", "forget", "is_verified", "read_checked",
+__all__ = ["FETCH_THREADS", "CheckedRanges", "checked_count", "damaged", "folder_files", "forget", "is_verified", "read_checked",
            "read_checked_files"]

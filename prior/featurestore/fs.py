@@ -94,6 +94,16 @@ class StoreFS:
     def read_bytes(self, rel: str) -> bytes:
         return bytes(self.fs.cat_file(self._content(rel)))
 
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of file ``rel`` from byte ``offset`` (fewer where the file ends
+        before them)."""
+        path = self._content(rel)
+        if self.local:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read(length)
+        return bytes(self.fs.cat_file(path, start=offset, end=offset + length))
+
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Write so that readers see either nothing or the whole file."""
         target = self._content(rel)

@@ -17,7 +17,14 @@ import pyarrow.parquet as pq
 from prior.errors import PriorError
 from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
-from prior.featurestore.checked import damaged, folder_files, is_verified, read_checked, read_checked_files
+from prior.featurestore.checked import (
+    CheckedRanges,
+    damaged,
+    folder_files,
+    is_verified,
+    read_checked,
+    read_checked_files,
+)
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.key_numbers import KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
@@ -282,6 +289,21 @@ def array_files(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
     return {inner[len("arrays/"):]: data for inner, data in read_checked_files(fs, segment, inners).items()}
 
 
+def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, bytes | CheckedRanges]:
+    """`array_files`, except that on a local disk an array's shard this process already checked
+    is not read whole: it is handed over to be read by byte ranges (its index, then only the
+    pieces a read needs; `CheckedRanges`). A compacted segment's shard holds tens of megabytes,
+    and every piece of a split that a reader takes from it read them all. On an object store
+    each range would be a round trip: the shard is fetched whole (a trainer keeps it,
+    `prior.trainers.reader`)."""
+    inners = ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
+    ranged = {inner for inner in inners if fs.local and inner.endswith("/c/0") and is_verified(fs, segment, inner)}
+    files: dict[str, bytes | CheckedRanges] = dict(
+        read_checked_files(fs, segment, [inner for inner in inners if inner not in ranged]))
+    files.update({inner: CheckedRanges(fs, segment, inner) for inner in ranged})
+    return {inner[len("arrays/"):]: files[inner] for inner in inners}
+
+
 def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:
     """The flat arrays ``names`` of a segment's Zarr group: the group's ``zarr.json`` and every
     recorded file of those arrays (their ``zarr.json`` and chunks) are checked first, then
@@ -308,11 +330,12 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
                positions: np.ndarray, files: Mapping[str, bytes] | None = None) -> dict[str, Ragged]:
     """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`,
     of any integer type) of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
-    `read_arrays` (``files``: their checked bytes, `array_files`, when the caller keeps them),
-    then only those items' values are kept, from the pieces that hold them
+    `read_arrays` (``files``: their checked bytes, `array_files`, when the caller keeps them;
+    else `array_sources`: a shard checked before is read by ranges), then only those items'
+    values are kept, from the pieces that hold them
     (`prior.featurestore.tensors.read_flat_ranges`); an array stored otherwise is decoded whole
     and the items taken from it."""
-    files = array_files(fs, segment, names) if files is None else files
+    sources: Mapping[str, bytes | CheckedRanges] = array_sources(fs, segment, names) if files is None else files
     rows = np.asarray(positions, dtype=np.int64)
     columns = index if isinstance(index, Mapping) else index_columns(index, names)
     out: dict[str, Ragged] = {}
@@ -321,9 +344,9 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
                                  for part in ("offset", "rows", "cols"))
         sizes = nrows * np.where(ncols < 0, 1, ncols)
         try:
-            values = read_flat_ranges(files, name, offsets, sizes)
+            values = read_flat_ranges(sources, name, offsets, sizes)
             if values is None:
-                whole = read_flat_files(files, [name])[name]
+                whole = read_flat_files(array_files(fs, segment, [name]) if files is None else files, [name])[name]
                 out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
                 continue
         except PriorError:

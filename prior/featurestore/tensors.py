@@ -10,9 +10,9 @@ matrix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -140,24 +140,55 @@ def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
     return FlatLayout(dtype, length, piece, fill)
 
 
-def _pieces(layout: FlatLayout, data: bytes, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
-    """(position, values) of the pieces ``wanted`` (ascending) of a sharded array."""
+class ByteRanges(Protocol):
+    """A file read by byte ranges instead of whole (a shard on disk that this process already
+    checked: `prior.featurestore.checked.CheckedRanges`)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+
+def _reader(data: bytes | ByteRanges) -> tuple[int, Callable[[int, int], bytes | memoryview]]:
+    """The size of a shard held as bytes or read by ranges, and how to read a range of it."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        view = memoryview(data)
+        return len(view), lambda offset, length: view[offset:offset + length]
+    return data.size, data.read
+
+
+def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
+    """(position, values) of the pieces ``wanted`` (ascending) of a sharded array: its index
+    read from the end, then each run of wanted pieces stored one after the other read as one
+    range (of a shard on disk, only what the pieces take)."""
     n = layout.pieces
+    total, read = _reader(data)
     size = n * 16 + 4  # (offset, nbytes) as little-endian uint64 per piece, then a crc32c
-    if len(data) < size:
-        raise StoreError(f"its shard has {len(data)} bytes, fewer than its index of {n} pieces")
-    index = np.frombuffer(memoryview(data)[len(data) - size:len(data) - 4], dtype="<u8").reshape(n, 2)
+    if total < size:
+        raise StoreError(f"its shard has {total} bytes, fewer than its index of {n} pieces")
+    index = np.frombuffer(read(total - size, size - 4), dtype="<u8").reshape(n, 2)
     nbytes = layout.piece * layout.dtype.itemsize
-    for i in wanted:
+    k = 0
+    while k < len(wanted):
+        i = wanted[k]
         offset, length = (int(v) for v in index[i])
         if offset == _NO_PIECE and length == _NO_PIECE:
             yield i * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
+            k += 1
             continue
-        if offset + length > len(data) - size:
-            raise StoreError(f"piece {i} lies outside its shard")
-        raw = pa.decompress(pa.py_buffer(memoryview(data)[offset:offset + length]), decompressed_size=nbytes,
-                            codec="zstd", asbytes=True)
-        yield i * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
+        end = k + 1  # the run: following wanted pieces stored right after this one
+        while end < len(wanted) and int(index[wanted[end], 0]) == int(index[wanted[end - 1]].sum()):
+            end += 1
+        stop = int(index[wanted[end - 1]].sum())
+        if stop > total - size:
+            raise StoreError(f"piece {wanted[end - 1]} lies outside its shard")
+        run = memoryview(read(offset, stop - offset))
+        for j in wanted[k:end]:
+            lo, hi = int(index[j, 0]) - offset, int(index[j].sum()) - offset
+            raw = pa.decompress(pa.py_buffer(run[lo:hi]), decompressed_size=nbytes, codec="zstd", asbytes=True)
+            yield j * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
+        k = end
 
 
 def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,17 +203,21 @@ def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[first], np.add.reduceat(sizes, first)
 
 
-def read_flat_ranges(files: Mapping[str, bytes], name: str, starts: np.ndarray,
+def read_flat_ranges(files: Mapping[str, bytes | ByteRanges], name: str, starts: np.ndarray,
                      sizes: np.ndarray) -> np.ndarray | None:
     """The values ``[starts[i], starts[i] + sizes[i])`` of flat array ``name``, one range after
-    the other, from its files' bytes (as `read_flat_files` takes them), or None when the array
-    is not laid out as `write_flat` lays it (the caller then decodes it whole with Zarr). Only
-    the pieces holding a range are decompressed, and only the values asked for are kept."""
+    the other, from its files' bytes (as `read_flat_files` takes them; its shard may be given
+    as `ByteRanges` instead), or None when the array is not laid out as `write_flat` lays it
+    (the caller then decodes it whole with Zarr). Only the pieces holding a range are read and
+    decompressed, and only the values asked for are kept."""
     import json
 
+    text = files.get(f"{name}/zarr.json")
+    if not isinstance(text, (bytes, bytearray, memoryview)):
+        return None
     try:
-        meta = json.loads(files[f"{name}/zarr.json"])
-    except (KeyError, ValueError):
+        meta = json.loads(text)
+    except ValueError:
         return None
     layout = flat_layout(meta) if isinstance(meta, dict) else None
     if layout is None:

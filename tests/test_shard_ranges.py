@@ -1,0 +1,168 @@
+"""A flat array's shard read by byte ranges once this process has checked it: its index from the
+end, then only the runs of pieces a read needs (`prior.featurestore.tensors.ByteRanges`,
+`prior.featurestore.checked.CheckedRanges`, `prior.featurestore.segment_files.array_sources`).
+
+The values equal those read from the whole shard's bytes, for ranges in any order, across pieces
+and around pieces never written; the bytes read are the index and the pieces holding a range;
+a local store's first read of a shard reads it whole (it is checked), later reads by ranges; a
+shard cut short or replaced by a link after it was checked is a `StoreError` naming it; an
+object store's shards are read whole."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prior.featurestore import checked
+from prior.featurestore.checked import CheckedRanges
+from prior.featurestore.errors import StoreError
+from prior.featurestore.fs import StoreFS
+from prior.featurestore.segment_files import array_sources, index_columns, read_items, read_parquet
+from prior.featurestore.tensors import read_flat_ranges, write_flat
+from tests.trainers_fixtures import many_pairs_store
+
+
+class Counted:
+    """A shard's bytes read by ranges, each range recorded."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.reads = data, []  # type: ignore[var-annotated]
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.reads.append((offset, length))
+        return self.data[offset:offset + length]
+
+
+def _files(tmp_path: Path, flat: np.ndarray, piece: int) -> dict[str, bytes]:
+    fs = StoreFS(tmp_path)
+    write_flat(fs, "g", {"x": flat}, piece=piece)
+    root = tmp_path / "g"
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _shard_index(data: bytes, pieces: int) -> np.ndarray:
+    size = pieces * 16 + 4
+    return np.frombuffer(data[len(data) - size:len(data) - 4], dtype="<u8").reshape(pieces, 2)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ranges_read_by_ranges_equal_the_shard_read_whole(tmp_path: Path, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    flat = rng.standard_normal(20_000).astype(np.float32)
+    flat[6_000:9_000] = 0  # three whole pieces of the fill value: never written
+    files = _files(tmp_path, flat, piece=1_000)
+    starts = rng.integers(0, 19_000, size=12)
+    sizes = rng.integers(0, 1_000, size=12)
+    starts[:3], sizes[:3] = [5_990, 8_999, 100], [20, 2, 2_500]  # around the unwritten pieces, across three
+    whole = read_flat_ranges(files, "x", starts, sizes)
+    shard = Counted(files["x/c/0"])
+    ranged = read_flat_ranges({**files, "x/c/0": shard}, "x", starts, sizes)
+    assert whole is not None and ranged is not None
+    assert ranged.tolist() == whole.tolist() == np.concatenate([flat[s:s + n] for s, n in zip(starts, sizes)]).tolist()
+    # the index, then runs of the pieces holding a range: no byte read twice, none another piece's
+    index = _shard_index(files["x/c/0"], 20)
+    wanted = sorted({p for s, n in zip(starts, sizes) if n for p in range(s // 1_000, (s + n - 1) // 1_000 + 1)
+                     if not 6 <= p < 9})
+    assert shard.reads[0] == (len(shard.data) - 20 * 16 - 4, 20 * 16)
+    assert sum(length for _, length in shard.reads[1:]) == int(index[wanted, 1].sum())
+    assert len(shard.reads) - 1 <= len(wanted)
+
+
+def test_ranges_pieces_stored_one_after_another_are_one_read(tmp_path: Path) -> None:
+    flat = np.arange(10_000, dtype=np.int64) + 1
+    files = _files(tmp_path, flat, piece=1_000)
+    shard = Counted(files["x/c/0"])
+    got = read_flat_ranges({**files, "x/c/0": shard}, "x", np.array([1_500, 7_000]), np.array([3_000, 10]))
+    assert got is not None and got.tolist() == [*range(1_501, 4_501), *range(7_001, 7_011)]
+    assert len(shard.reads) == 3  # the index; pieces 1-4 in one read; piece 7
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    checked.forget()
+    yield many_pairs_store(tmp_path / "s", pairs=60, partition=60, splits=("train",))
+    checked.forget()
+
+
+def _dep_segment(store):
+    from prior.trainers.split_index import index_split
+
+    index = index_split(store, "many", "train", feature="dep")
+    loc = index.pair_locs[next(iter(index.pair_locs))]
+    return loc.segments[0]
+
+
+def test_ranges_a_checked_local_shard_is_read_by_ranges(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    segment = _dep_segment(store)
+    names = ("trigram", "subgraph")
+    columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
+                                         [f"{n}.{p}" for n in names for p in ("offset", "rows", "cols")]), names)
+    shards = {f"arrays/{n}/c/0" for n in names}
+    assert not any(checked.is_verified(store.fs, segment, s) for s in shards)
+    assert all(isinstance(v, bytes) for v in array_sources(store.fs, segment, names).values())
+    rows = np.array([40, 3, 4, 5, 59], np.int64)
+    first = read_items(store.fs, segment, columns, names, rows)  # the shards read whole and checked
+    assert all(checked.is_verified(store.fs, segment, s) for s in shards)
+    sources = array_sources(store.fs, segment, names)
+    assert {k for k, v in sources.items() if isinstance(v, CheckedRanges)} == {f"{n}/c/0" for n in names}
+    ranges: list[tuple[str, int]] = []
+    real = StoreFS.read_range
+
+    def counted(fs: StoreFS, rel: str, offset: int, length: int) -> bytes:
+        ranges.append((rel, length))
+        return real(fs, rel, offset, length)
+
+    monkeypatch.setattr(StoreFS, "read_range", counted)
+    again = read_items(store.fs, segment, columns, names, rows)
+    for n in names:
+        assert again[n].values.tolist() == first[n].values.tolist()
+        assert again[n].rows.tolist() == first[n].rows.tolist() and again[n].cols.tolist() == first[n].cols.tolist()
+    assert {rel.rsplit("/arrays/", 1)[1] for rel, _ in ranges} == {f"{n}/c/0" for n in names}
+    whole = read_items(store.fs, segment, columns, names, np.arange(60))  # every item: by ranges too
+    assert [whole[n].take(rows).values.tolist() for n in names] == [first[n].values.tolist() for n in names]
+
+
+def test_ranges_a_shard_cut_short_after_its_check_is_named(store) -> None:
+    segment = _dep_segment(store)
+    columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
+                                         ["trigram.offset", "trigram.rows", "trigram.cols"]), ["trigram"])
+    read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
+    path = Path(store.fs.path(f"{segment.folder}/arrays/trigram/c/0"))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(StoreError, match=f"segment {segment.id}.*arrays/trigram/c/0.*shorter"):
+        read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
+    path.unlink()
+    with pytest.raises(StoreError, match="arrays/trigram/c/0.*missing"):
+        read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
+    outside = path.parent.parent.parent.parent / "outside"
+    outside.write_bytes(data)
+    os.symlink(outside, path)
+    with pytest.raises(StoreError, match="link"):
+        read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
+
+
+def test_ranges_an_object_store_reads_its_shards_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an object store a range is a round trip: a checked shard is still fetched whole."""
+    store = many_pairs_store(tmp_path / "s", pairs=30, partition=30, splits=("train",))
+    segment = _dep_segment(store)
+    columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
+                                         ["trigram.offset", "trigram.rows", "trigram.cols"]), ["trigram"])
+    read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
+    monkeypatch.setattr(store.fs, "local", False)
+    assert all(isinstance(v, bytes) for v in array_sources(store.fs, segment, ["trigram"]).values())
+    checked.forget()
+
+
+def test_ranges_outside_the_recorded_size_are_refused(store) -> None:
+    segment = _dep_segment(store)
+    shard = CheckedRanges(store.fs, segment, "arrays/trigram/c/0")
+    with pytest.raises(StoreError, match="has no bytes"):
+        shard.read(shard.size - 2, 4)
