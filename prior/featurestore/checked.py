@@ -145,5 +145,5 @@ def checked_count(location: str) -> int:
     return sum(1 for k in _VERIFIED if k[0] == location)
 
 
-__all__ = ["FETCH_THREADS", "CheckedRanges", "checked_count", "damaged", "folder_files", "forget", "is_verified", "read_checked",
-           "read_checked_files"]
+__all__ = ["FETCH_THREADS", "CheckedRanges", "checked_count", "damaged", "folder_files", "forget", "is_verified",
+           "read_checked", "read_checked_files"]

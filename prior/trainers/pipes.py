@@ -5,7 +5,7 @@ A batch crosses from a loader worker to the training process through a pipe (the
 A DAFA batch of 32 pairs is about half a megabyte (its (B, T, T) grid), and a Linux pipe holds
 64 KiB: the worker writes a batch in eight parts, each waiting for the training process to read
 the one before. With as many busy processes as cores, each wait is a trip through the scheduler
-(bench/RESULTS.md, "The loader's pipe widened").
+(bench/RESULTS.md, "The loader's pipe widened; a checked shard read by ranges").
 
 :func:`widen_results` asks Linux for a result pipe of :data:`PIPE_BYTES` (``F_SETPIPE_SZ``, at
 most ``/proc/sys/fs/pipe-max-size``: 1 MiB by default), so a batch goes through in one or two
