@@ -179,3 +179,20 @@ def test_ranges_of_a_file_on_any_store(tmp_path: Path) -> None:
         assert fs.read_range("f/x.bin", 0, 10) == data[:10]
         assert fs.read_range("f/x.bin", 1_000, 3_000) == data[1_000:4_000]
         assert fs.read_range("f/x.bin", len(data) - 5, 50) == data[-5:]
+
+
+def test_ranges_an_array_of_another_layout_is_decoded_whole(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An array `write_flat` did not lay out (a format-1 store's one chunk) is decoded whole by
+    Zarr from its checked bytes, also once its file is checked and would be read by ranges."""
+    import prior.featurestore.tensors as tensors
+
+    segment = _dep_segment(store)
+    columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
+                                         ["trigram.offset", "trigram.rows", "trigram.cols"]), ["trigram"])
+    rows = np.array([7, 0, 33], np.int64)
+    first = read_items(store.fs, segment, columns, ["trigram"], rows)
+    assert isinstance(array_sources(store.fs, segment, ["trigram"])["trigram/c/0"], CheckedRanges)
+    monkeypatch.setattr(tensors, "flat_layout", lambda meta: None)
+    again = read_items(store.fs, segment, columns, ["trigram"], rows)
+    assert again["trigram"].values.tolist() == first["trigram"].values.tolist()
+    assert again["trigram"].rows.tolist() == first["trigram"].rows.tolist()
