@@ -6,7 +6,8 @@ The values equal those read from the whole shard's bytes, for ranges in any orde
 and around pieces never written; the bytes read are the index and the pieces holding a range;
 a local store's first read of a shard reads it whole (it is checked), later reads by ranges; a
 shard cut short or replaced by a link after it was checked is a `StoreError` naming it; an
-object store's shards are read whole."""
+object store's shards are read whole; an array of another layout is still decoded whole from its
+checked bytes."""
 
 from __future__ import annotations
 
