@@ -285,8 +285,13 @@ def array_files(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str
     """The checked bytes of the Zarr group's ``zarr.json`` and of every recorded file of its
     arrays ``names``, by path inside the group (`read_checked_files`: on an object store,
     fetched at once)."""
-    inners = ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
+    inners = _array_inners(segment, names)
     return {inner[len("arrays/"):]: data for inner, data in read_checked_files(fs, segment, inners).items()}
+
+
+def _array_inners(segment: Segment, names: Sequence[str]) -> list[str]:
+    """The group's ``zarr.json`` and every recorded file of its arrays ``names``, by path in the segment."""
+    return ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
 
 
 def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, bytes | CheckedRanges]:
@@ -296,7 +301,7 @@ def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[s
     and every piece of a split that a reader takes from it read them all. On an object store
     each range would be a round trip: the shard is fetched whole (a trainer keeps it,
     `prior.trainers.reader`)."""
-    inners = ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
+    inners = _array_inners(segment, names)
     ranged = {inner for inner in inners if fs.local and inner.endswith("/c/0") and is_verified(fs, segment, inner)}
     files: dict[str, bytes | CheckedRanges] = dict(
         read_checked_files(fs, segment, [inner for inner in inners if inner not in ranged]))
