@@ -29,13 +29,13 @@ except ImportError:  # Windows
 #: the capacity asked for the pipe of a loader's results
 PIPE_BYTES = 1 << 20
 
-_SET: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+_SET: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only (None without fcntl, on Windows)
 _GET: int | None = getattr(fcntl, "F_GETPIPE_SZ", None)
 
 
 def pipe_capacity(fd: int) -> int | None:
     """The capacity in bytes of the pipe at ``fd``; ``None`` where the system does not say."""
-    if fcntl is None or _GET is None:
+    if _GET is None:
         return None
     return int(fcntl.fcntl(fd, _GET))
 
@@ -43,7 +43,7 @@ def pipe_capacity(fd: int) -> int | None:
 def widen(fd: int, size: int = PIPE_BYTES) -> bool:
     """Ask for ``size`` bytes of capacity for the pipe at ``fd`` (capped at the system's
     ``pipe-max-size``); False where the system has no such call or refuses it."""
-    if fcntl is None or _SET is None:
+    if _SET is None:
         return False
     try:
         fcntl.fcntl(fd, _SET, min(size, _max_size()))
