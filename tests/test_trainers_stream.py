@@ -252,6 +252,53 @@ def test_reader_with_a_tiny_cache_reads_again_and_gives_the_same(store) -> None:
     assert small.pieces.nbytes <= small.pieces.max_bytes and small.parses.nbytes <= small.parses.max_bytes
 
 
+def test_cache_counts_the_loads_of_what_its_bound_dropped() -> None:
+    """A reader that goes round more keys than the bound holds reloads each of them: the cache
+    says it is thrashing once every key it loaded was loaded again, on average; one that goes
+    round what fits never is, nor is one cleared (a reset, not the bound)."""
+    fits: LruCache[bytes] = LruCache(100, len)
+    small: LruCache[bytes] = LruCache(100, len)
+    for _ in range(3):
+        for i in range(5):
+            fits.get(i, lambda: bytes(20))
+            small.get(i, lambda: bytes(30))
+    assert (fits.reloads, fits.thrashing) == (0, False)
+    assert small.seen == {i: 30 for i in range(5)} and small.reloads == 10 and small.thrashing
+    small.clear()
+    assert (small.reloads, small.seen, small.thrashing) == (0, {}, False)
+    once: LruCache[bytes] = LruCache(100, len)
+    for i in [*range(5), 0]:  # one key read again: not yet going round
+        once.get(i, lambda: bytes(30))
+    assert once.reloads == 1 and not once.thrashing
+    assert LruCache(10, len).get("big", lambda: bytes(50)) == bytes(50)
+
+
+def test_a_split_whose_sentences_do_not_fit_the_cache_warns_once(store, caplog: pytest.LogCaptureFixture) -> None:
+    """Reading the split window by window twice: with a cache too small for its sentences'
+    words and values the reader warns once, naming the split and a --cache-mb that holds what
+    it read; with the default cache it does not warn. A lane's first batch (``keep=False``)
+    reads around the cache and never warns."""
+    import logging
+
+    windows = np.array_split(np.random.default_rng(3).permutation(120), 4)
+    with caplog.at_level(logging.WARNING, logger="prior.trainers.reader"):
+        tiny = reader(store, cache_mb=0.001)  # less than any one parse segment's words
+        for part in windows[:1]:
+            tiny.read(part, keep=False)
+        assert not caplog.records
+        for part in [*windows, *windows]:
+            tiny.read(part)
+        roomy = reader(store)
+        for part in [*windows, *windows]:
+            roomy.read(part)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1, lines
+    need = int(lines[0].rsplit("--cache-mb ", 1)[1].split()[0])
+    assert lines[0].startswith("loader: the words of many/train (") and "of --cache-mb 0.001)" in lines[0]
+    assert need >= 64 and need % 64 == 0
+    assert tiny.parses.thrashing and not roomy.parses.thrashing and not roomy.segments.thrashing
+
+
 @pytest.mark.parametrize("layout", ["bert", "other"])
 def test_reader_word_pieces_equal_each_sentence_tokenized(store, layout: str) -> None:
     """The reader's pairs, assembled from each distinct word's pieces across parse segments

@@ -94,6 +94,7 @@ def train(
     resume: Annotated[Path | None, typer.Option(help="Continue a run (its output folder, or its last/) at its last saved step.")] = None,
     save_every: Annotated[int | None, typer.Option(min=1, help="Also save the resumable state (last/) every N steps (always: at each epoch's end).")] = None,
     workers: Annotated[int | None, typer.Option(min=0, help="Loader worker processes that read and batch ahead (0: in the training process; must divide 4). [default: 2 on CUDA, 0 on CPU]")] = None,
+    cache_mb: Annotated[float | None, typer.Option(min=1, help="Megabytes each loader reader (the training process, or each worker) keeps of what it read: the sentences' words and values, pieces of pair values. A split whose sentences do not fit is read again every window, and a warning names the size that fits. [default: 256]")] = None,
     device: DeviceOpt = None,
     report_to: Annotated[list[ReportTo] | None, typer.Option(help="Also write metrics for TensorBoard (RUN/tensorboard; needs pip install 'prior[tensorboard]').")] = None,
     log_every: Annotated[int, typer.Option(min=0, help="When standard error is not a terminal (a log file): one plain line every N steps and at each epoch's end (0: none).")] = 50,
@@ -126,8 +127,8 @@ def _config(given: dict[str, Any]) -> TrainConfig:
     out = given.get("output") or (recorded.output if recorded else
                                   default_output(model_spec.model, data_spec.dataset, model_spec.seed))
     run = RunSpec(output=out, store=run_store, resume=given.get("resume"), save_every=given.get("save_every"),
-                  workers=given.get("workers"), device=given.get("device"), threads=given.get("threads"),
-                  report_to=tuple(r.value for r in given.get("report_to", [])))
+                  workers=given.get("workers"), cache_mb=given.get("cache_mb"), device=given.get("device"),
+                  threads=given.get("threads"), report_to=tuple(r.value for r in given.get("report_to", [])))
     return TrainConfig(model_spec, data_spec, run)
 
 

@@ -25,6 +25,11 @@ class LruCache(Generic[T]):
         self._items: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()
         self.nbytes = 0
         self.loads = 0  # misses that called ``load`` (tests and benchmarks count them)
+        # of the values loaded: each key's size when first loaded, and how many loads were of a
+        # key the bound had dropped before (a cache smaller than what its reader goes round)
+        self.seen: dict[Hashable, int] = {}
+        self.reloads = 0
+        self._dropped: set[Hashable] = set()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -40,15 +45,20 @@ class LruCache(Generic[T]):
         self._items.move_to_end(key)
         return hit[0]
 
-    def put(self, key: Hashable, value: T) -> T:
-        """Keep ``value`` under ``key`` if it fits the bound; returns it."""
-        size = int(self._size(value))
-        if size > self.max_bytes or key in self._items:
+    def put(self, key: Hashable, value: T, size: int | None = None) -> T:
+        """Keep ``value`` under ``key`` if it fits the bound; returns it. ``size``: its size, when
+        measured already."""
+        size = int(self._size(value)) if size is None else size
+        if key in self._items:
+            return value
+        if size > self.max_bytes:
+            self._dropped.add(key)
             return value
         self._items[key] = (value, size)
         self.nbytes += size
         while self.nbytes > self.max_bytes and self._items:
-            _, (_, dropped) = self._items.popitem(last=False)
+            old, (_, dropped) = self._items.popitem(last=False)
+            self._dropped.add(old)
             self.nbytes -= dropped
         return value
 
@@ -58,11 +68,27 @@ class LruCache(Generic[T]):
         if hit is not None:
             return hit
         self.loads += 1
-        return self.put(key, load())
+        if key in self._dropped:
+            self.reloads += 1
+            self._dropped.discard(key)
+        value = load()
+        size = int(self._size(value))
+        self.seen.setdefault(key, size)
+        return self.put(key, value, size)
+
+    @property
+    def thrashing(self) -> bool:
+        """Whether its reader goes round more than it holds: every key it loaded loaded again,
+        on average, after the bound dropped it."""
+        return bool(self.seen) and self.reloads >= len(self.seen)
 
     def clear(self) -> None:
+        """Drop every value; what was loaded before counts as never loaded (a reset, not the bound)."""
         self._items.clear()
         self.nbytes = 0
+        self._dropped.clear()
+        self.seen.clear()
+        self.reloads = 0
 
 
 __all__ = ["LruCache"]

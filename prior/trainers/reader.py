@@ -39,6 +39,8 @@ fork (a loader worker) it reaches the store through a handle of its own.
 from __future__ import annotations
 
 import itertools
+import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +71,8 @@ from prior.trainers.order import DEFAULT_PIECE
 from prior.trainers.pair_data import PairData
 from prior.trainers.split_index import Locator, SplitIndex
 from prior.trainers.tokens import Pieces, WordPieces, assemble, bert_pair_layout, encode_each
+
+log = logging.getLogger(__name__)
 
 #: megabytes a reader keeps of what it read (word pieces, values of pieces and segments)
 DEFAULT_CACHE_MB = 256
@@ -136,6 +140,8 @@ class SplitReader:
         self.layout = bert_pair_layout(tokenizer) if max_length > 3 else None
         self.pad = int(tokenizer.pad_token_id or 0)
         budget = int(cache_mb * 1024 * 1024)
+        self.cache_mb = cache_mb
+        self._warned = False  # `_check_fit` has warned (in this process)
         self._fs: StoreFS | None = None
         self._pid = -1
         remote = not self.fs.local
@@ -188,12 +194,34 @@ class SplitReader:
         source = None
         if index.plan is not None:
             source = index.plan.source(self._values(pos, sentences, ia, ib, keep))
+        if keep:
+            self._check_fit()
         labels = None if index.labels is None else index.labels[pos]
         data = PairData(dataset=index.dataset, split=index.split, labels=labels, label_kind=index.label_kind,
                         label_names=index.label_names, encoded=encoded, source=source,
                         fingerprint=dict(index.fingerprint), rows=np.arange(n, dtype=np.int64),
                         word_counts=np.stack([counts[ia], counts[ib]], axis=1).reshape(-1, 2))
         return data if self.features == "stored" else data.with_features(self.features)
+
+    def _check_fit(self) -> None:
+        """Warn once (per process) when the sentences' words or values do not fit their share
+        of the cache: a window draws its sentences from every segment of the split, so once they
+        pass the share, every window reads them again (a split of 1M pairs over 1.2M sentences
+        at the default 256 MB: half the pairs per second of 500k; bench/RESULTS.md, "The loader
+        at 1M pairs"). The line names the ``--cache-mb`` that would hold what was read so far."""
+        if self._warned:
+            return
+        for what, cache in (("words", self.parses), ("sentence values", self.segments)):
+            if not cache.thrashing:
+                continue
+            self._warned = True
+            seen = sum(cache.seen.values())
+            need = 64 * math.ceil(self.cache_mb * seen / max(cache.max_bytes, 1) / 64 * 1.25)
+            log.warning(f"loader: the {what} of {self.index.dataset}/{self.index.split} ({seen / 2**20:.0f} MiB "
+                        f"read so far) do not fit their share of the cache ({cache.max_bytes / 2**20:.0f} MiB of "
+                        f"--cache-mb {self.cache_mb:g}): every window reads them again, and the loader slows; "
+                        f"--cache-mb {need} or more keeps them")
+            return
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 keep: bool = True) -> dict[str, Ragged]:
