@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_run import cli, one_line_error
+from tests.cli_run import cli, cli_error, one_line_error
 from tests.trainers_fixtures import many_pairs_store, tiny_backbone, tiny_store
 
 
@@ -98,3 +98,22 @@ def test_train_records_storage_options_without_secrets(backbone: Path, store: Pa
     from prior.featurestore import StoreRef
 
     assert "K" not in json.dumps(record_store(StoreRef("s3://b/s", {"key": "K", "anon": False})))
+
+
+def test_train_passes_cache_mb_to_the_run(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prior train --cache-mb` reaches the run's config (what each loader reader keeps);
+    without it the run keeps the reader's default; below 1 it is refused."""
+    import prior.trainers.loop as loop
+
+    seen: list[float | None] = []
+
+    def record(cfg: Any, **_: Any) -> dict[str, Any]:
+        seen.append(cfg.run.cache_mb)
+        return {}
+
+    monkeypatch.setattr(loop, "train", record)
+    for extra in (("--cache-mb", 384), ()):
+        cli("train", "bert", "--dataset", "many", "--store", store, "--output", tmp_path / "run", *extra)
+    assert seen == [384.0, None]
+    assert "--cache-mb" in cli_error("train", "bert", "--dataset", "many", "--store", store, "--cache-mb", 0, code=2)
+
