@@ -64,6 +64,7 @@ from prior.featurestore.segment_files import (
 )
 from prior.featurestore.store import EntryInfo
 from prior.featurestore.tensors import arrow_array, numpy_array
+from prior.hints import option
 from prior.layouts.ragged import Ragged, item_ranges, item_starts
 from prior.layouts.views import column_name
 from prior.trainers.caches import LruCache
@@ -219,8 +220,8 @@ class SplitReader:
             need = 64 * math.ceil(self.cache_mb * seen / max(cache.max_bytes, 1) / 64 * 1.25)
             log.warning(f"loader: the {what} of {self.index.dataset}/{self.index.split} ({seen / 2**20:.0f} MiB "
                         f"read so far) do not fit their share of the cache ({cache.max_bytes / 2**20:.0f} MiB of "
-                        f"--cache-mb {self.cache_mb:g}): every window reads them again, and the loader slows; "
-                        f"--cache-mb {need} or more keeps them")
+                        f"{option('cache_mb', f'{self.cache_mb:g}')}): every window reads them again, and the "
+                        f"loader slows; {option('cache_mb', str(need))} or more keeps them")
             return
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
