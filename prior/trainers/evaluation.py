@@ -26,13 +26,13 @@ from prior.progress import Progress
 from prior.trainers import metrics
 from prior.trainers.checkpoint import checkpoint_dir, load_checkpoint, stored_view, trained_features
 from prior.trainers.dataset_ref import StoredDataset
+from prior.trainers.index_cache import cached_index_split
 from prior.trainers.models.base import PriorBertModel
 from prior.trainers.order import DEFAULT_WINDOW
 from prior.trainers.pair_data import PairData
 from prior.trainers.reader import SplitReader
 from prior.trainers.registry import task_for
 from prior.trainers.runtime import Runtime, move_model, runtime, to_device
-from prior.trainers.split_index import index_split
 from prior.trainers.store_record import recorded_store
 
 
@@ -155,7 +155,7 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: {option('features', features)} has nothing to "
                          "replace")
-    index = index_split(st, dataset, split, feature=meta["feature"], view=read, entries=trained.get("entries") or None,
+    index = cached_index_split(st, dataset, split, feature=meta["feature"], view=read, entries=trained.get("entries") or None,
                         limit=limit, parse=None if meta["feature"] else trained.get("parse"))
     reader = SplitReader(index, tokenizer, int(meta["settings"]["max_length"]))
     data = EvalSplit(reader, np.arange(len(index)), features=features)

@@ -11,6 +11,7 @@ the model input is built by, the frame column the values go to and a vocabulary'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +102,13 @@ def plan_feature(store: Store, feature: str, dataset: str, split: str, *, view: 
     spec = view_of(read)
     recorded = None if entries is None else {n: entries[n] for n in spec.entries if n in entries}
     chosen = read_entries(store, read, dataset, split, request=request, entries=recorded, coverage=coverage)
+    return plan_of(store, read, chosen)
+
+
+def plan_of(store: Store, read: str, chosen: Sequence[EntryInfo]) -> FeaturePlan:
+    """The :class:`FeaturePlan` of reading ``read`` (a feature or view name) from the entries
+    ``chosen`` for it (`read_entries`, or those a split's recorded index names)."""
+    spec = view_of(read)
     fingerprint: dict[str, Any] = {e.name: e.key for e in chosen}
     main = chosen[0]
     layout: Layout | None
@@ -130,4 +138,4 @@ def _vector_table(store: Store, entry: EntryInfo, layout: WordIds) -> tuple[np.n
     return table, str(key)
 
 
-__all__ = ["FeaturePlan", "MissingFeatureError", "plan_feature", "read_entries"]
+__all__ = ["FeaturePlan", "MissingFeatureError", "plan_feature", "plan_of", "read_entries"]

@@ -23,9 +23,10 @@ from prior.hints import option
 from prior.trainers.config import DataSpec
 from prior.trainers.dataset_ref import StoredDataset
 from prior.trainers.evaluation import EvalSplit
+from prior.trainers.index_cache import cached_index_split
 from prior.trainers.reader import DEFAULT_CACHE_MB, SplitReader
 from prior.trainers.registry import Task, task_for
-from prior.trainers.split_index import SplitIndex, index_split
+from prior.trainers.split_index import SplitIndex
 
 
 @dataclass
@@ -61,7 +62,7 @@ def open_run_data(store: Store, data: DataSpec, dataset: StoredDataset, feature:
     cache = DEFAULT_CACHE_MB if cache_mb is None else cache_mb
 
     def reader(split: str) -> SplitReader:
-        return SplitReader(index_split(store, dataset.name, split, **kw), tokenizer, max_length, piece=data.piece,
+        return SplitReader(cached_index_split(store, dataset.name, split, **kw), tokenizer, max_length, piece=data.piece,
                            cache_mb=cache, features=data.features)
 
     train = reader(data.train_split)

@@ -75,6 +75,12 @@ class SplitIndex:
     sentence_locs: dict[str, Locator] = field(default_factory=dict)  # sentence entry key → per sentence
     plan: FeaturePlan | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # pairs left out (their build skipped a sentence), by reason
+
+    @property
+    def note(self) -> str:
+        """What a read says of the pairs left out (`prior.featurestore.splits.skipped_note`)."""
+        return skipped_note(self.dataset, self.split, self.skipped)
 
     def __len__(self) -> int:
         return len(self.sent_a)
@@ -159,7 +165,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
     # the pairs whose build skipped a sentence left out (and counted in the note)
     served, skipped = coverage.served_numbered(dataset, split, parse)
     note = skipped_note(dataset, split, skipped)
-    if note:
+    if note:  # said again by each read of a recorded index (`prior.trainers.index_cache`)
         log.warning(note)
     if limit is not None:
         served = served.head(limit)
@@ -189,7 +195,7 @@ def index_split(store: Store, dataset: str, split: str, *, feature: str | None =
                    "entries": dict(plan.fingerprint) if plan else {},
                    "view": plan.read if plan and plan.read != feature else None}
     return SplitIndex(store.ref, dataset, split, kind, names, labels, sent_a, sent_b, words, pair_locs,
-                      sentence_locs, plan, fingerprint)
+                      sentence_locs, plan, fingerprint, dict(skipped))
 
 
 def _words(store: Store, coverage: NumberedCoverage, dataset: str, split: str, parse: str | None,
