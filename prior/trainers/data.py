@@ -37,8 +37,8 @@ def load_split(store: Store, dataset: str, split: str, tokenizer: Any, *, max_le
     feature, of ``parse`` (an id: what a checkpoint recorded), else of the parse of ``parser``
     (a ``--parser`` value; default: the default parser), never of "the latest" parse
     (`prior.featurestore.selection.select_parse`)."""
-    index = cached_index_split(store, dataset, split, feature=feature, view=view, request=request, entries=entries,
-                        parse=parse, parser=parser, limit=limit)
+    index = cached_index_split(store, dataset, split, feature=feature, view=view, request=request,
+                               entries=entries, parse=parse, parser=parser, limit=limit)
     return SplitReader(index, tokenizer, max_length).read(np.arange(len(index)))
 
 

@@ -155,8 +155,9 @@ def checkpoint_outputs(checkpoint: Path | str, dataset: str | None = None, split
     if features != "stored" and meta["feature"] is None:
         raise PriorError(f"{meta['model']} reads no store feature: {option('features', features)} has nothing to "
                          "replace")
-    index = cached_index_split(st, dataset, split, feature=meta["feature"], view=read, entries=trained.get("entries") or None,
-                        limit=limit, parse=None if meta["feature"] else trained.get("parse"))
+    index = cached_index_split(st, dataset, split, feature=meta["feature"], view=read,
+                               entries=trained.get("entries") or None, limit=limit,
+                               parse=None if meta["feature"] else trained.get("parse"))
     reader = SplitReader(index, tokenizer, int(meta["settings"]["max_length"]))
     data = EvalSplit(reader, np.arange(len(index)), features=features)
     move_model(model, rt.device)

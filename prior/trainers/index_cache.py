@@ -23,7 +23,9 @@ trained on the same build.
 
 The records together are kept under ``$PRIOR_HOME`` by ``$PRIOR_INDEX_CACHE_MB`` (default 1024):
 the least recently used go first. 0 switches the cache off. Losing a record costs one index,
-never a wrong answer; a store that cannot be written (``PRIOR_HOME`` read-only) indexes every run.
+never a wrong answer; where ``PRIOR_HOME`` cannot be written every run indexes. A record answers
+for a catalog, not for its files: a file damaged after the record was made is found by the reads
+of its values, or by `prior store verify`, not by the next run's index.
 """
 
 from __future__ import annotations

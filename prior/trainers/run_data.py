@@ -62,8 +62,8 @@ def open_run_data(store: Store, data: DataSpec, dataset: StoredDataset, feature:
     cache = DEFAULT_CACHE_MB if cache_mb is None else cache_mb
 
     def reader(split: str) -> SplitReader:
-        return SplitReader(cached_index_split(store, dataset.name, split, **kw), tokenizer, max_length, piece=data.piece,
-                           cache_mb=cache, features=data.features)
+        return SplitReader(cached_index_split(store, dataset.name, split, **kw), tokenizer, max_length,
+                           piece=data.piece, cache_mb=cache, features=data.features)
 
     train = reader(data.train_split)
     positions = np.arange(len(train.index), dtype=np.int64)
