@@ -4,6 +4,8 @@ read back is indexed again."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import shutil
 
 import numpy as np
@@ -13,7 +15,7 @@ import prior.trainers.index_cache as index_cache
 from prior.errors import DataError
 from prior.featurestore import open_store
 from prior.featurestore.compact import compact_store
-from prior.trainers.index_cache import cached_index_split, records_dir
+from prior.trainers.index_cache import cached_index_split, index_digest, records_dir
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import Locator, SplitIndex, index_split
 from tests.trainers_fixtures import many_pairs_store, tiny_tokenizer
@@ -130,3 +132,16 @@ def test_the_bound_drops_the_least_recently_used_records_and_0_switches_the_cach
     monkeypatch.setenv("PRIOR_INDEX_CACHE_MB", "lots")
     with pytest.raises(DataError, match="PRIOR_INDEX_CACHE_MB='lots' is not a number of megabytes"):
         cached_index_split(store, "many", "train", feature="dep")
+
+
+def test_a_record_says_what_the_build_left_out_as_the_index_does(location, caplog) -> None:
+    store = open_store(location, create=False)
+    args = {"feature": "dep", "view": None, "request": None, "entries": None, "parse": None, "parser": None,
+            "limit": None}
+    index = dataclasses.replace(index_split(store, "many", "train", feature="dep"),
+                                skipped={"over the 6-word limit": 2})
+    index_cache.save(index, records_dir() / f"{index_digest(store, 'many', 'train', args)}.npz", 2**30)
+    with caplog.at_level(logging.WARNING):
+        read = cached_index_split(store, "many", "train", feature="dep")
+    assert read.skipped == {"over the 6-word limit": 2}
+    assert "2 pairs of many/train skipped at build: over the 6-word limit" in {r.getMessage() for r in caplog.records}
