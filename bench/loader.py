@@ -10,16 +10,16 @@
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
 or read from the record a run before kept (`prior.trainers.index_cache`: ``index_recorded``;
-``PRIOR_INDEX_CACHE_MB=0`` indexes every run), then the stream of `prior.trainers.loader` makes one epoch of global batches of ``--batch-size``
-with ``--workers`` loader workers, the batches consumed and dropped. Reported: ``index_s`` (the
-split resolved: rows, entry selection, key columns), ``first_batch_s`` (from the start of the
-index to the first batch in hand), ``pairs_per_s`` over the epoch (wall) and
-``second_half_pairs_per_s`` over its second half (every worker past its first reads: what a
-long run sees epoch after epoch), CPU seconds per 1,000
-pairs of this process and of the workers together (user + sys; what a shared machine disturbs
-least), and peak RSS of this process and of the largest worker (MiB, ``getrusage``); a forked worker's
-RSS counts the pages it shares with this process, so its peak PSS and private memory are
-sampled too (``/proc/PID/smaps_rollup``, every 0.5 s): what a worker adds.
+``PRIOR_INDEX_CACHE_MB=0`` indexes every run), then the stream of `prior.trainers.loader` makes one
+epoch of global batches of ``--batch-size`` with ``--workers`` loader workers, the batches consumed
+and dropped. Reported: ``index_s`` (the split resolved: rows, entry selection, key columns),
+``first_batch_s`` (from the start of the index to the first batch in hand), ``pairs_per_s`` over the
+epoch (wall) and ``second_half_pairs_per_s`` over its second half (every worker past its first
+reads: what a long run sees epoch after epoch), CPU seconds per 1,000 pairs of this process and of
+the workers together (user + sys; what a shared machine disturbs least), and peak RSS of this
+process and of the largest worker (MiB, ``getrusage``); a forked worker's RSS counts the pages it
+shares with this process, so its peak PSS and private memory are sampled too
+(``/proc/PID/smaps_rollup``, every 0.5 s): what a worker adds.
 ``--steps`` stops after that many batches.
 
 ``sizes``: ``run`` in a fresh process per store, a Markdown table (the RSS of a process that read
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
 
     from prior.featurestore import StoreRef, open_store
     from prior.trainers import backbones
-    from prior.trainers.index_cache import cached_index_split, index_digest, limit_bytes, records_dir
+    from prior.trainers.index_cache import cached_index_split, limit_bytes, record_path
     from prior.trainers.loader import LoaderSettings, TrainStream, run_batches
     from prior.trainers.reader import SplitReader
 
@@ -131,9 +131,7 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
     cpu0, wall0 = _cpu(), time.perf_counter()
     store = open_store(StoreRef(args.store, storage_options), create=False)
     dataset = _dataset(store, args.dataset, args.split)
-    keys = {"feature": args.feature or None, "view": None, "request": None, "entries": None, "parse": None,
-            "parser": None, "limit": None}
-    recorded = bool(limit_bytes()) and (records_dir() / f"{index_digest(store, dataset, args.split, keys)}.npz").exists()
+    recorded = bool(limit_bytes()) and record_path(store, dataset, args.split, feature=args.feature or None).exists()
     index = cached_index_split(store, dataset, args.split, feature=args.feature or None)
     index_s = time.perf_counter() - wall0
     settings = LoaderSettings(workers=args.workers, window=args.window, piece=min(args.piece, args.window))
@@ -155,7 +153,8 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
     memory = watch.stop()
     return {"store": str(args.store), "dataset": dataset, "split_pairs": len(index), "feature": args.feature,
             "workers": args.workers, "window": settings.window, "piece": settings.piece, "batches": batches,
-            "pairs": pairs, "index_recorded": recorded, "index_s": round(index_s, 2), "first_batch_s": round(first or 0.0, 2),
+            "pairs": pairs, "index_recorded": recorded, "index_s": round(index_s, 2),
+            "first_batch_s": round(first or 0.0, 2),
             "pairs_per_s": round(pairs / (wall - (first or 0.0) + 1e-9) if batches > 1 else 0.0, 1),
             "second_half_pairs_per_s": round((pairs - half_pairs) / (wall - half_at + 1e-9)
                                              if half_at is not None and pairs > half_pairs else 0.0, 1),

@@ -74,6 +74,8 @@ def test_bench_loader_run_and_sizes(store: Path) -> None:
         assert row["pairs"] == row["split_pairs"] == 300 and row["batches"] == 10 and row["first_batch_s"] > 0
         assert row["second_half_pairs_per_s"] > 0  # timed from the batch that reaches 150 pairs
         assert row["peak_rss_mib"]["this"] > 0 and (workers == 0 or row["peak_rss_mib"]["largest_worker"] > 0)
+        if workers == 2:  # the run before kept the split's index for this catalog
+            assert row["index_recorded"] is True
     table = bench("bench/loader.py", "sizes", store, "--run-args", "--workers", "0", "--steps", "3")
     assert "| store | pairs |" in table and f"| {store} | 300 |" in table
 

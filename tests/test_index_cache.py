@@ -15,7 +15,7 @@ import prior.trainers.index_cache as index_cache
 from prior.errors import DataError
 from prior.featurestore import open_store
 from prior.featurestore.compact import compact_store
-from prior.trainers.index_cache import cached_index_split, index_digest, records_dir
+from prior.trainers.index_cache import cached_index_split, index_digest, record_path, records_dir
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import Locator, SplitIndex, index_split
 from tests.trainers_fixtures import many_pairs_store, tiny_tokenizer
@@ -66,7 +66,7 @@ def test_a_record_reads_back_as_the_index_and_the_batches_are_the_same(location,
     store = open_store(location, create=False)
     fresh = index_split(store, "many", "train", feature=feature)
     made = cached_index_split(store, "many", "train", feature=feature)
-    assert len(list(records_dir().glob("*.npz"))) == 1
+    assert list(records_dir().glob("*.npz")) == [record_path(store, "many", "train", feature=feature)]
     monkeypatch.setattr(index_cache, "index_split", no_index)
     read = cached_index_split(open_store(location, create=False), "many", "train", feature=feature)
     same_index(fresh, made)
@@ -145,3 +145,10 @@ def test_a_record_says_what_the_build_left_out_as_the_index_does(location, caplo
         read = cached_index_split(store, "many", "train", feature="dep")
     assert read.skipped == {"over the 6-word limit": 2}
     assert "2 pairs of many/train skipped at build: over the 6-word limit" in {r.getMessage() for r in caplog.records}
+
+
+def test_record_path_names_only_the_arguments_of_index_split(location) -> None:
+    store = open_store(location, create=False)
+    assert record_path(store, "many", "train") != record_path(store, "many", "train", feature="dep")
+    with pytest.raises(TypeError, match="not an argument of index_split: features"):
+        record_path(store, "many", "train", features="dep")

@@ -86,6 +86,20 @@ def index_digest(store: Store, dataset: str, split: str, args: dict[str, Any]) -
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
+#: `index_split`'s keywords and their defaults: what a record is kept for besides the split
+READ_ARGS: dict[str, Any] = {"feature": None, "view": None, "request": None, "entries": None, "parse": None,
+                             "parser": None, "limit": None}
+
+
+def record_path(store: Store, dataset: str, split: str, **read: Any) -> Path:
+    """Where the record of this read of the split is kept for the store's current catalog
+    (``read``: `index_split`'s keywords, the rest at their defaults); it may not exist."""
+    unknown = sorted(set(read) - set(READ_ARGS))
+    if unknown:
+        raise TypeError(f"not an argument of index_split: {', '.join(unknown)}")
+    return records_dir() / f"{index_digest(store, dataset, split, {**READ_ARGS, **read})}.npz"
+
+
 def cached_index_split(store: Store, dataset: str, split: str, *, feature: str | None = None,
                        view: str | None = None, request: Request | None = None,
                        entries: dict[str, str] | None = None, parse: str | None = None,
@@ -97,17 +111,16 @@ def cached_index_split(store: Store, dataset: str, split: str, *, feature: str |
     bound = limit_bytes()
     if bound == 0:
         return index_split(store, dataset, split, **args)
-    path = records_dir() / f"{index_digest(store, dataset, split, args)}.npz"
+    path = record_path(store, dataset, split, **args)
     index = load(store, path)
     if index is not None:
         if index.note:
             log.warning(index.note)
         return index
     index = index_split(store, dataset, split, **args)
-    if records_dir() / f"{index_digest(store, dataset, split, args)}.npz" == path:  # the catalog it was made from
+    if record_path(store, dataset, split, **args) == path:  # the catalog it was made from
         save(index, path, bound)
     return index
-
 
 # ---------------------------------------------------------------------------- the record
 def _locator_arrays(name: str, loc: Locator) -> dict[str, np.ndarray]:
@@ -199,7 +212,8 @@ def _index(store: Store, arrays: dict[str, np.ndarray]) -> SplitIndex:
             raise _Unusable(f"{name}: a segment the catalog lacks")
         held: tuple[Segment, ...] = tuple(segments[i] for i in ids)
         seg, item = arrays[f"{name}.seg"], arrays[f"{name}.item"]
-        if len(seg) != length or len(item) != length or (length and not 0 <= int(seg.min()) <= int(seg.max()) < len(held)):
+        in_range = not length or 0 <= int(seg.min()) <= int(seg.max()) < len(held)
+        if len(seg) != length or len(item) != length or not in_range:
             raise _Unusable(f"{name}: arrays of the wrong length or segments")
         return Locator(held, seg, item)
 
