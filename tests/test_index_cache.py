@@ -15,7 +15,7 @@ import prior.trainers.index_cache as index_cache
 from prior.errors import DataError
 from prior.featurestore import open_store
 from prior.featurestore.compact import compact_store
-from prior.trainers.index_cache import cached_index_split, index_digest, record_path, records_dir
+from prior.trainers.index_cache import cached_index_split, record_path, records_dir
 from prior.trainers.reader import SplitReader
 from prior.trainers.split_index import Locator, SplitIndex, index_split
 from tests.trainers_fixtures import many_pairs_store, tiny_tokenizer
@@ -117,6 +117,18 @@ def test_a_damaged_record_is_removed_and_the_split_indexed_again(location, monke
     same_index(fresh, cached_index_split(open_store(location, create=False), "many", "train", feature="dep"))
 
 
+@pytest.mark.parametrize("keep", [0, 5])
+def test_a_record_of_arrays_that_do_not_fit_the_split_is_indexed_again(location, keep) -> None:
+    store = open_store(location, create=False)
+    fresh = index_split(store, "many", "train", feature="dep")
+    words = fresh.words
+    short = dataclasses.replace(fresh, words=Locator(words.segments, words.seg[:keep], words.item[:keep]))
+    path = record_path(store, "many", "train", feature="dep")
+    index_cache.save(short, path, 2**30)  # a whole archive, its words' arrays shorter than the split's sentences
+    same_index(fresh, cached_index_split(open_store(location, create=False), "many", "train", feature="dep"))
+    same_index(fresh, index_cache.load(store, path))  # recorded again, whole
+
+
 def test_the_bound_drops_the_least_recently_used_records_and_0_switches_the_cache_off(location, monkeypatch) -> None:
     store = open_store(location, create=False)
     cached_index_split(store, "many", "train", feature="dep")
@@ -136,11 +148,9 @@ def test_the_bound_drops_the_least_recently_used_records_and_0_switches_the_cach
 
 def test_a_record_says_what_the_build_left_out_as_the_index_does(location, caplog) -> None:
     store = open_store(location, create=False)
-    args = {"feature": "dep", "view": None, "request": None, "entries": None, "parse": None, "parser": None,
-            "limit": None}
     index = dataclasses.replace(index_split(store, "many", "train", feature="dep"),
                                 skipped={"over the 6-word limit": 2})
-    index_cache.save(index, records_dir() / f"{index_digest(store, 'many', 'train', args)}.npz", 2**30)
+    index_cache.save(index, record_path(store, "many", "train", feature="dep"), 2**30)
     with caplog.at_level(logging.WARNING):
         read = cached_index_split(store, "many", "train", feature="dep")
     assert read.skipped == {"over the 6-word limit": 2}

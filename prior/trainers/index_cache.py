@@ -122,6 +122,7 @@ def cached_index_split(store: Store, dataset: str, split: str, *, feature: str |
         save(index, path, bound)
     return index
 
+
 # ---------------------------------------------------------------------------- the record
 def _locator_arrays(name: str, loc: Locator) -> dict[str, np.ndarray]:
     return {f"{name}.seg": loc.seg, f"{name}.item": loc.item}
@@ -212,8 +213,8 @@ def _index(store: Store, arrays: dict[str, np.ndarray]) -> SplitIndex:
             raise _Unusable(f"{name}: a segment the catalog lacks")
         held: tuple[Segment, ...] = tuple(segments[i] for i in ids)
         seg, item = arrays[f"{name}.seg"], arrays[f"{name}.item"]
-        in_range = not length or 0 <= int(seg.min()) <= int(seg.max()) < len(held)
-        if len(seg) != length or len(item) != length or not in_range:
+        if len(seg) != length or len(item) != length or (
+                length and not 0 <= int(seg.min()) <= int(seg.max()) < len(held)):
             raise _Unusable(f"{name}: arrays of the wrong length or segments")
         return Locator(held, seg, item)
 
@@ -236,5 +237,5 @@ def _index(store: Store, arrays: dict[str, np.ndarray]) -> SplitIndex:
                       plan, meta["fingerprint"], {str(k): int(v) for k, v in meta["skipped"].items()})
 
 
-__all__ = ["DEFAULT_LIMIT_MB", "ENV_LIMIT", "cached_index_split", "index_digest", "limit_bytes", "load",
-           "records_dir", "save"]
+__all__ = ["DEFAULT_LIMIT_MB", "ENV_LIMIT", "READ_ARGS", "cached_index_split", "index_digest", "limit_bytes", "load",
+           "record_path", "records_dir", "save"]
