@@ -11,17 +11,22 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from prior.errors import ResourceError
+from prior.errors import DataError, ResourceError
 from prior.pipeline.parsers import fingerprint_of, get_parser
 from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
 from prior.pipeline.parsers.conllu import read_conllu
 from prior.pipeline.parsers.evaluate import attachment_scores
 from prior.pipeline.parsers.fast_biaffine import batch_tensors, greedy_is_tree
 from prior.pipeline.parsers.int8_rows import (
+    EXACT_FLOAT_K,
+    PRODUCT_ENV,
     RowInt8Biaffine,
     RowInt8Linear,
     RowInt8LSTM,
     _one_thread,
+    float_product_is_exact,
+    int8_matmul,
+    product_kind,
     quantize_rows,
 )
 
@@ -55,6 +60,62 @@ def test_row_int8_linear_is_close_to_float_and_each_row_is_its_own(pad: int) -> 
         assert float((out - ref).abs().max() / ref.abs().max()) < 0.02
         assert torch.equal(q(x[2:3, 4:5]), out[2:3, 4:5])  # one row alone
         assert torch.equal(q(x.flip(0))[1], out[2])  # in another order
+
+
+@pytest.mark.parametrize("k", [1, 13, 400, 800, EXACT_FLOAT_K])
+def test_the_float_product_of_int8_values_is_int_mms_exact_sum(k: int) -> None:
+    """Random values, and the largest sums there are (every product 127·127 or −127·127)."""
+    generator = torch.Generator().manual_seed(k)
+    q = torch.randint(-127, 128, (37, k), dtype=torch.int8, generator=generator)
+    w = torch.randint(-127, 128, (k, 53), dtype=torch.int8, generator=generator)
+    top = torch.full((3, k), 127, dtype=torch.int8)
+    assert float_product_is_exact(k)
+    for a, b in ((q, w), (top, w), (top, torch.full((k, 5), -127, dtype=torch.int8)), (top, top.t().contiguous())):
+        assert torch.equal(int8_matmul(a, b, b.float()), torch._int_mm(a, b).float())
+
+
+def test_past_the_bound_a_float_product_would_round_and_is_not_used() -> None:
+    k = EXACT_FLOAT_K + 1  # 1041 · 127² = 16,790,289: odd and above 2**24, so no float32 holds it
+    top = torch.full((1, k), 127, dtype=torch.int8)
+    assert int(torch._int_mm(top, top.t().contiguous())) == k * 127 * 127
+    assert int(int8_matmul(top, top.t().contiguous(), top.t().float())) != k * 127 * 127
+    assert not float_product_is_exact(k)
+    linear = nn.Linear(k, 4)
+    assert not RowInt8Linear(linear.weight, linear.bias, product="float").float_product
+
+
+def test_int8_linear_gives_the_same_values_with_either_product() -> None:
+    torch.manual_seed(0)
+    linear = nn.Linear(600, 500)
+    x = torch.randn(3, 7, 600)
+    as_int, as_float = (RowInt8Linear(linear.weight, linear.bias, pad=16, product=p) for p in ("int", "float"))
+    assert as_float.float_product and not as_int.float_product and as_int.weight_f is None
+    with torch.inference_mode():
+        assert torch.equal(as_int(x), as_float(x))
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("medium")  # the library may round products: _int_mm's sums then
+        try:
+            assert not float_product_is_exact(600) and torch.equal(as_float(x), as_int(x))
+        finally:
+            torch.set_float32_matmul_precision(before)
+
+
+def test_the_product_kind_is_timed_once_or_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    product_kind.cache_clear()
+    try:
+        for forced in ("int", "float", " Float "):
+            monkeypatch.setenv(PRODUCT_ENV, forced)
+            product_kind.cache_clear()
+            assert product_kind() == forced.strip().lower()
+        monkeypatch.setenv(PRODUCT_ENV, "fast")
+        product_kind.cache_clear()
+        with pytest.raises(DataError, match="PRIOR_INT8_PRODUCT='fast' is neither int nor float"):
+            product_kind()
+        monkeypatch.delenv(PRODUCT_ENV)
+        product_kind.cache_clear()
+        assert product_kind() in ("int", "float") and product_kind() is product_kind()
+    finally:
+        product_kind.cache_clear()
 
 
 def _reference(lstm: nn.LSTM, x: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
@@ -123,6 +184,21 @@ def test_biaffine_int8_trees_are_valid_and_close_to_float() -> None:
     fp = fingerprint_of("biaffine-int8")
     assert fp["weights"] == "int8-rows" and fp != fingerprint_of("biaffine")
     assert get_parser("biaffine-int8").fingerprint() == fp
+
+
+def test_biaffine_int8_trees_are_the_same_with_either_product() -> None:
+    torch.set_num_threads(1)
+    sentences = [list(s.words) for s in read_conllu(SLICE / "dev.conllu")][:16]
+    fp32 = BiaffineModel(load_model(), device="cpu")
+    trees = {}
+    for kind in ("int", "float"):
+        model = BiaffineModel(fp32.loaded, device="cpu")
+        model.fast = RowInt8Biaffine(fp32.fast)
+        for linear in (m for m in model.fast.modules() if isinstance(m, RowInt8Linear)):
+            linear.float_product = kind == "float"
+            linear.weight_f = linear.weight_t.float() if kind == "float" else None
+        trees[kind] = model.predict(sentences)
+    assert trees["int"] == trees["float"] and len(trees["int"]) == 16
 
 
 def test_biaffine_int8_runs_on_the_cpu_only() -> None:

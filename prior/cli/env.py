@@ -39,6 +39,7 @@ def env_lines() -> list[tuple[str, str]]:
               ("PRIOR_NO_PROGRESS", os.environ.get("PRIOR_NO_PROGRESS", "not set")),
               ("PRIOR_SEGMENT_CACHE_MB", os.environ.get("PRIOR_SEGMENT_CACHE_MB", "not set (1024)")),
               ("PRIOR_INDEX_CACHE_MB", os.environ.get("PRIOR_INDEX_CACHE_MB", "not set (1024)")),
+              ("PRIOR_INT8_PRODUCT", os.environ.get("PRIOR_INT8_PRODUCT", "not set (the faster, timed)")),
               ("PRIOR_STORAGE_OPTIONS", storage_options_line())]
     lines += wordnet_lines()
     lines += [("parser model", parser_model_line()), ("bundled data", bundled_data_line())]

@@ -10,8 +10,19 @@ scale, so a row's int8 values depend on that row alone:
 
 - weights: int8 with one scale per output channel (symmetric, ``round(w / s)``, ``s = max|w| / 127``);
 - inputs: int8 with one scale per row, the same rule;
-- products: ``torch._int_mm`` (int8 × int8 → int32: exact, so no order of summation to differ),
-  then ``acc · s_row · s_channel + bias`` in float32, element by element.
+- products: exact integer sums of int8 × int8 (so no order of summation to differ), then
+  ``acc · s_row · s_channel + bias`` in float32, element by element.
+
+The exact sums come one of two ways, with the same integers (:func:`int8_matmul`):
+``torch._int_mm`` (int8 × int8 → int32), or a float32 product of the same int8 values, which
+is exact where the inner dimension ``k`` is at most ``EXACT_FLOAT_K`` (1040): every product is
+an integer of magnitude at most 127² and every partial sum, in whatever order or blocking the
+matrix library adds them, one of at most ``k · 127² < 2**24``, which float32 holds exactly
+(the biaffine model's largest ``k`` is 800). Which is faster depends on the CPU: ``_int_mm`` has
+fast kernels where the CPU has int8 dot-product instructions (VNNI) and a slow generic loop
+elsewhere (on a 2-core AVX2 EPYC, 35× slower than the float32 product of the same shape), so a
+process times both once on a product of the model's shape (:func:`product_kind`) and uses the
+faster; ``PRIOR_INT8_PRODUCT=int|float`` forces one. The trees are the same either way.
 
 :class:`RowInt8Linear` replaces the MLPs' linear layers, :class:`RowInt8LSTM` the fused BiLSTM:
 each step's input part for all words in one product, the recurrent part step by step for the
@@ -22,20 +33,27 @@ embeddings and the two biaffine scorers stay float32, as in the first ``biaffine
 from __future__ import annotations
 
 import copy
+import functools
+import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from prior.errors import ResourceError
+from prior.errors import DataError, ResourceError
 from prior.hints import option
 from prior.pipeline.parsers.fast_biaffine import FastBiaffine, Stage, no_stage
 
 QMAX = 127
 #: padding after each row of the LSTM's gates and cell state (`RowInt8LSTM`)
 ROW_PAD = 16
+#: the largest inner dimension whose int8 products a float32 product sums exactly (module docstring)
+EXACT_FLOAT_K = (2**24 - 1) // QMAX**2
+ProductKind = Literal["int", "float"]
+PRODUCT_ENV = "PRIOR_INT8_PRODUCT"
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,15 +65,61 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q, scale
 
 
+def int8_matmul(q: torch.Tensor, weight_t: torch.Tensor, weight_f: torch.Tensor | None = None) -> torch.Tensor:
+    """The exact sums of ``q`` (m, k) int8 times ``weight_t`` (k, n) int8, as float32 (m, n):
+    ``torch._int_mm``, or where ``weight_f`` (``weight_t`` as float32) is given a float32
+    product, exact for ``k <= EXACT_FLOAT_K`` at float32's full precision (module docstring)."""
+    if weight_f is None:
+        return torch._int_mm(q, weight_t).float()
+    return torch.mm(q.float(), weight_f)
+
+
+def float_product_is_exact(k: int) -> bool:
+    """Whether a float32 product over an inner dimension of ``k`` sums int8 products exactly
+    here: ``k`` small enough, and float32 products at full precision (a matmul precision of
+    "high" or "medium" lets the library round through TF32 or bfloat16)."""
+    return k <= EXACT_FLOAT_K and torch.get_float32_matmul_precision() == "highest"
+
+
+@functools.cache
+def product_kind() -> ProductKind:
+    """How this process sums int8 products (module docstring): ``PRIOR_INT8_PRODUCT`` when set,
+    else the faster of the two on one thread for a product of the BiLSTM's shape (32 rows by
+    400 by 1,616), each timed three times after one untimed call. Either gives the same sums."""
+    forced = os.environ.get(PRODUCT_ENV, "").strip().lower()
+    if forced:
+        if forced not in ("int", "float"):
+            raise DataError(f"{PRODUCT_ENV}={forced!r} is neither int nor float")
+        return "float" if forced == "float" else "int"
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randint(-QMAX, QMAX + 1, (32, 400), dtype=torch.int8, generator=generator)
+    weight_t = torch.randint(-QMAX, QMAX + 1, (400, 4 * 400 + ROW_PAD), dtype=torch.int8, generator=generator)
+    weight_f = weight_t.float()
+    best = {"int": float("inf"), "float": float("inf")}
+    with _one_thread(), torch.inference_mode():
+        for w_f in (None, weight_f):  # untimed: first calls allocate
+            int8_matmul(q, weight_t, w_f)
+        for _ in range(3):
+            for kind, w_f in (("int", None), ("float", weight_f)):
+                start = time.perf_counter()
+                int8_matmul(q, weight_t, w_f)
+                best[kind] = min(best[kind], time.perf_counter() - start)
+    return "float" if best["float"] < best["int"] else "int"
+
+
 class RowInt8Linear(nn.Module):
     """``nn.Linear`` with int8 weights (a scale per output channel) and int8 inputs (a scale per
     row): module docstring."""
 
     weight_t: torch.Tensor
+    weight_f: torch.Tensor | None
     weight_scale: torch.Tensor
     bias: torch.Tensor | None
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, pad: int = 0) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, pad: int = 0,
+                 product: ProductKind | None = None) -> None:
+        """``product``: how the sums are made (`int8_matmul`; default `product_kind`); a float
+        product where it would not be exact (`float_product_is_exact`) is ``_int_mm``'s."""
         super().__init__()
         q, scale = quantize_rows(weight.detach().float())  # (n, k): a row per output channel
         self.out_features = q.shape[0]
@@ -64,6 +128,9 @@ class RowInt8Linear(nn.Module):
         q = torch.cat([q, q.new_zeros(pad, q.shape[1])])
         scale = torch.cat([scale, scale.new_ones(pad)])
         self.register_buffer("weight_t", q.t().contiguous())  # (k, n + pad), as torch._int_mm takes it
+        self.float_product = (product or product_kind()) == "float" and float_product_is_exact(q.shape[1])
+        # the same int8 values as float32, for the float product (exact: module docstring)
+        self.register_buffer("weight_f", self.weight_t.float() if self.float_product else None)
         self.register_buffer("weight_scale", scale)  # (n + pad,)
         self.register_buffer("bias", None if bias is None else
                              torch.cat([bias.detach().float(), bias.new_zeros(pad, dtype=torch.float32)]))
@@ -75,7 +142,8 @@ class RowInt8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])
         q, scale = quantize_rows(rows)
-        out = torch._int_mm(q, self.weight_t).float().mul_(scale.unsqueeze(-1)).mul_(self.weight_scale)
+        exact = self.weight_f if self.weight_f is not None and float_product_is_exact(self.weight_t.shape[0]) else None
+        out = int8_matmul(q, self.weight_t, exact).mul_(scale.unsqueeze(-1)).mul_(self.weight_scale)
         if self.bias is not None:
             out.add_(self.bias)
         return out.view(*x.shape[:-1], -1)[..., :self.out_features]
@@ -193,4 +261,5 @@ def _one_thread() -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-__all__ = ["RowInt8Biaffine", "RowInt8LSTM", "RowInt8Linear", "quantize_rows"]
+__all__ = ["EXACT_FLOAT_K", "PRODUCT_ENV", "ProductKind", "RowInt8Biaffine", "RowInt8LSTM", "RowInt8Linear",
+           "float_product_is_exact", "int8_matmul", "product_kind", "quantize_rows"]
