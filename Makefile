@@ -25,10 +25,12 @@ demo: setup
 	PRIOR_HOME=$(DEMO_HOME) $(BIN)/prior store frame --store $(DEMO_HOME)/store --dataset snli --split test --feature wup --rows 3
 	PRIOR_HOME=$(DEMO_HOME) $(BIN)/prior store frame --store $(DEMO_HOME)/store --dataset snli --split test --feature sdoi --rows 2
 
+# two processes (pytest-xdist), each test file on one of them (its module fixtures made once):
+# CI has two cores, and most tests use one
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
