@@ -7,6 +7,7 @@
     python bench/loader.py make STORE --pairs 500000 --sentences 600000 --ids   # ... with SNLI's ratio of sentences to pairs
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
     python bench/loader.py words --store STORE                        # every parse segment's words: strings or dictionaries
+    python bench/loader.py summary RUNS.jsonl [RUNS.jsonl ...]        # the spread of many runs' lines, a row per file
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
 or read from the record a run before kept (`prior.trainers.index_cache`: ``index_recorded``;
@@ -27,6 +28,11 @@ nothing else). The stores of `bench/scale.py` (``bench/out/scale/store-N``, data
 or of ``make``. ``s3``: starts moto's S3 server in this process, copies the store into a bucket,
 and compares ``run`` from the local store and from ``s3://`` (the same batches; the reads go
 through HTTP). Timings mean something only on a machine nothing else uses.
+
+``summary``: each file holds the last lines of many ``run`` calls (one JSON object a line,
+e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop); a Markdown row per file of
+the runs, how many read a recorded index, min / median / max of ``index_s`` and
+``first_batch_s``, and the median peak RSS of this process and of the largest worker.
 
 ``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
 (``/proc/self/status``) after the imports and the tokenizer, around each step of
@@ -186,6 +192,28 @@ def sizes(args: argparse.Namespace) -> None:
               f"{seen['worker_pss']:.0f} / {seen['worker_private']:.0f} |")
 
 
+def summary(args: argparse.Namespace) -> None:
+    """A row per file of ``run`` lines (module docstring)."""
+    import statistics
+
+    def spread(values: list[float]) -> str:
+        return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+    print("| runs | pairs | index recorded | index s (min / median / max) | first batch s (min / median / max) "
+          "| peak RSS MiB (this / worker, median) |\n|---|---|---|---|---|---|")
+    for name in args.files:
+        text = Path(name).read_text(encoding="utf-8")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if not rows:
+            raise SystemExit(f"{name}: no run lines")
+        pairs = sorted({r["split_pairs"] for r in rows})
+        rss = [r["peak_rss_mib"] for r in rows]
+        print(f"| {name}: {len(rows)} | {', '.join(f'{p:,}' for p in pairs)} | "
+              f"{sum(bool(r['index_recorded']) for r in rows)} | {spread([r['index_s'] for r in rows])} | "
+              f"{spread([r['first_batch_s'] for r in rows])} | "
+              f"{statistics.median(m['this'] for m in rss):.0f} / {statistics.median(m['largest_worker'] for m in rss):.0f} |")
+
+
 def s3(args: argparse.Namespace) -> None:
     """The store local and on moto's S3 (module docstring)."""
     import logging
@@ -339,6 +367,8 @@ def main() -> None:
     i.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
     i.add_argument("--split", default="train")
     i.add_argument("--feature", default="dep", help="The store feature read ('' for none).")
+    y = sub.add_parser("summary")
+    y.add_argument("files", nargs="+")
     w = sub.add_parser("words")
     w.add_argument("--store", required=True)
     w.add_argument("--rounds", type=int, default=3)
@@ -351,7 +381,7 @@ def main() -> None:
     elif args.cmd == "index-memory":
         print(json.dumps(index_memory(args)))
     else:
-        {"sizes": sizes, "s3": s3, "make": make}[args.cmd](args)
+        {"sizes": sizes, "s3": s3, "make": make, "summary": summary}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -67,10 +67,12 @@ def test_bench_loader_words(store: Path) -> None:
     assert row["distinct_words_summed"]["strings"] == row["distinct_words_summed"]["dictionaries"] > 0
 
 
-def test_bench_loader_run_and_sizes(store: Path) -> None:
+def test_bench_loader_run_and_sizes(store: Path, tmp_path: Path) -> None:
+    lines = []
     for workers in (0, 2):
-        row = json.loads(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,
-                               "--piece", 16).strip().splitlines()[-1])
+        lines.append(bench("bench/loader.py", "run", "--store", store, "--workers", workers, "--window", 64,
+                           "--piece", 16).strip().splitlines()[-1])
+        row = json.loads(lines[-1])
         assert row["pairs"] == row["split_pairs"] == 300 and row["batches"] == 10 and row["first_batch_s"] > 0
         assert row["second_half_pairs_per_s"] > 0  # timed from the batch that reaches 150 pairs
         assert row["peak_rss_mib"]["this"] > 0 and (workers == 0 or row["peak_rss_mib"]["largest_worker"] > 0)
@@ -78,6 +80,12 @@ def test_bench_loader_run_and_sizes(store: Path) -> None:
             assert row["index_recorded"] is True
     table = bench("bench/loader.py", "sizes", store, "--run-args", "--workers", "0", "--steps", "3")
     assert "| store | pairs |" in table and f"| {store} | 300 |" in table
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first = [json.loads(line)["first_batch_s"] for line in lines]
+    summary = bench("bench/loader.py", "summary", runs).splitlines()
+    assert summary[0].startswith("| runs | pairs | index recorded |")
+    assert summary[2].startswith(f"| {runs}: 2 | 300 | 1 | ") and f"{min(first):.2f} / " in summary[2]
 
 
 def test_bench_loader_s3(store: Path) -> None:
