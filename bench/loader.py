@@ -30,8 +30,8 @@ and compares ``run`` from the local store and from ``s3://`` (the same batches; 
 through HTTP). Timings mean something only on a machine nothing else uses.
 
 ``summary``: each file holds the last lines of many ``run`` calls (one JSON object a line,
-e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop); a Markdown row per file of
-the runs, how many read a recorded index, min / median / max of ``index_s`` and
+e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop; a line may carry a
+``label``, and more keys, such as the command); a Markdown row per file and label of the runs, how many read a recorded index, min / median / max of ``index_s`` and
 ``first_batch_s``, and the median peak RSS of this process and of the largest worker.
 
 ``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
@@ -203,15 +203,18 @@ def summary(args: argparse.Namespace) -> None:
           "| peak RSS MiB (this / worker, median) |\n|---|---|---|---|---|---|")
     for name in args.files:
         text = Path(name).read_text(encoding="utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        if not rows:
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if not lines:
             raise SystemExit(f"{name}: no run lines")
-        pairs = sorted({r["split_pairs"] for r in rows})
-        rss = [r["peak_rss_mib"] for r in rows]
-        print(f"| {name}: {len(rows)} | {', '.join(f'{p:,}' for p in pairs)} | "
-              f"{sum(bool(r['index_recorded']) for r in rows)} | {spread([r['index_s'] for r in rows])} | "
-              f"{spread([r['first_batch_s'] for r in rows])} | "
-              f"{statistics.median(m['this'] for m in rss):.0f} / {statistics.median(m['largest_worker'] for m in rss):.0f} |")
+        labels = list(dict.fromkeys(r.get("label") for r in lines))
+        for label in labels:
+            rows = [r for r in lines if r.get("label") == label]
+            pairs = sorted({r["split_pairs"] for r in rows})
+            rss = [r["peak_rss_mib"] for r in rows]
+            print(f"| {name}{f' {label}' if label else ''}: {len(rows)} | {', '.join(f'{p:,}' for p in pairs)} | "
+                  f"{sum(bool(r['index_recorded']) for r in rows)} | {spread([r['index_s'] for r in rows])} | "
+                  f"{spread([r['first_batch_s'] for r in rows])} | {statistics.median(m['this'] for m in rss):.0f} / "
+                  f"{statistics.median(m['largest_worker'] for m in rss):.0f} |")
 
 
 def s3(args: argparse.Namespace) -> None:

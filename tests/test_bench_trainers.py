@@ -80,12 +80,16 @@ def test_bench_loader_run_and_sizes(store: Path, tmp_path: Path) -> None:
             assert row["index_recorded"] is True
     table = bench("bench/loader.py", "sizes", store, "--run-args", "--workers", "0", "--steps", "3")
     assert "| store | pairs |" in table and f"| {store} | 300 |" in table
-    runs = tmp_path / "runs.jsonl"
+    runs, labelled = tmp_path / "runs.jsonl", tmp_path / "labelled.jsonl"
     runs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    labelled.write_text("".join(json.dumps({**json.loads(line), "label": f"w{w}", "command": "..."}) + "\n"
+                                for w, line in zip((0, 2), lines)), encoding="utf-8")
     first = [json.loads(line)["first_batch_s"] for line in lines]
-    summary = bench("bench/loader.py", "summary", runs).splitlines()
-    assert summary[0].startswith("| runs | pairs | index recorded |")
+    summary = bench("bench/loader.py", "summary", runs, labelled).splitlines()
+    assert summary[0].startswith("| runs | pairs | index recorded |") and len(summary) == 5
     assert summary[2].startswith(f"| {runs}: 2 | 300 | 1 | ") and f"{min(first):.2f} / " in summary[2]
+    assert summary[3].startswith(f"| {labelled} w0: 1 | 300 | 0 | ") and f"| {first[0]:.2f} / " in summary[3]
+    assert summary[4].startswith(f"| {labelled} w2: 1 | 300 | 1 | ")
 
 
 def test_bench_loader_s3(store: Path) -> None:
