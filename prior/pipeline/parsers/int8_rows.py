@@ -18,11 +18,11 @@ The exact sums come one of two ways, with the same integers (:func:`int8_matmul`
 is exact where the inner dimension ``k`` is at most ``EXACT_FLOAT_K`` (1040): every product is
 an integer of magnitude at most 127² and every partial sum, in whatever order or blocking the
 matrix library adds them, one of at most ``k · 127² < 2**24``, which float32 holds exactly
-(the biaffine model's largest ``k`` is 800). Which is faster depends on the CPU: ``_int_mm`` has
-fast kernels where the CPU has int8 dot-product instructions (VNNI) and a slow generic loop
-elsewhere (on a 2-core AVX2 EPYC, 35× slower than the float32 product of the same shape), so a
-process times both once on a product of the model's shape (:func:`product_kind`) and uses the
-faster; ``PRIOR_INT8_PRODUCT=int|float`` forces one. The trees are the same either way.
+(the biaffine model's largest ``k`` is 800). Which is faster depends on the CPU: ``_int_mm`` is
+fast on some and a generic loop on others (on a 2-core AVX2 EPYC without AVX-512 or VNNI, 27-39×
+slower than the float32 product of the same shape: bench/RESULTS.md), so a process times both
+once on a product of the model's shape (:func:`product_kind`) and uses the faster;
+``PRIOR_INT8_PRODUCT=int|float`` forces one. The trees are the same either way.
 
 :class:`RowInt8Linear` replaces the MLPs' linear layers, :class:`RowInt8LSTM` the fused BiLSTM:
 each step's input part for all words in one product, the recurrent part step by step for the
