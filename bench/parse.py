@@ -19,7 +19,8 @@ against supar's on UD EWT test, and texts/s of the `biaffine` and `spacy` backen
    against `old`, word by word (expected: 0 and 0), and UAS/LAS of both (punctuation excluded,
    full labels: the numbers `prior parser eval` prints).
 3. ``--int8``: the opt-in ``biaffine-int8`` model (CPU; `prior.pipeline.parsers.int8_rows`): its
-   speed against `new`, its UAS/LAS and the heads that differ from float32.
+   speed against `new`, its UAS/LAS, the heads that differ from float32, and how its products
+   were summed (``product``: ``int`` or ``float``, the faster here; ``PRIOR_INT8_PRODUCT`` forces one).
 4. **CUDA** where torch sees a GPU: the fast path on it (words/s, and exactness against `old`
    on the CPU).
 5. **Backends** (``--backends``, default `biaffine,spacy`): texts/s of ``parser.parse`` (spaCy
@@ -129,7 +130,7 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
 
     from prior.pipeline.parsers.biaffine import BiaffineModel, load_model
     from prior.pipeline.parsers.conllu import read_conllu
-    from prior.pipeline.parsers.int8_rows import RowInt8Biaffine
+    from prior.pipeline.parsers.int8_rows import RowInt8Biaffine, product_kind
 
     torch.set_num_threads(1)
     loaded = load_model()
@@ -164,9 +165,11 @@ def model_section(args: argparse.Namespace) -> dict[str, Any]:
           f"new {e['new']['UAS']}/{e['new']['LAS']}", flush=True)
     if args.int8:
         trees = paths["int8"](corpora["ewt-test"])
-        out["int8_ewt_test"] = {**diff_counts(old, trees), **scores(gold, trees)}
-        print(f"int8 (opt-in): UAS/LAS {out['int8_ewt_test']['UAS']}/{out['int8_ewt_test']['LAS']}, "
-              f"{out['int8_ewt_test']['differing_heads']} heads differ from fp32", flush=True)
+        # how its products were summed (`int8_rows.product_kind`: the same trees either way)
+        out["int8_ewt_test"] = {**diff_counts(old, trees), **scores(gold, trees), "product": product_kind()}
+        print(f"int8 (opt-in, {product_kind()} products): UAS/LAS {out['int8_ewt_test']['UAS']}/"
+              f"{out['int8_ewt_test']['LAS']}, {out['int8_ewt_test']['differing_heads']} heads differ from fp32",
+              flush=True)
     if torch.cuda.is_available():
         cuda = BiaffineModel(loaded, device="cuda")
         cuda.predict(warm)

@@ -154,6 +154,7 @@ def test_bench_parse_model_section_runs_without_spacy(tmp_path: Path) -> None:
     assert set(model["speed"]) == {"ewt-test"} and model["exactness_ewt_test"]["sentences"] == 15
     assert model["exactness_ewt_test"]["differing_heads"] == 0
     assert model["speed"]["ewt-test"]["int8"]["words_per_s"] > 0 and 0 < model["int8_ewt_test"]["LAS"] <= 100
+    assert model["int8_ewt_test"]["product"] in ("int", "float")
 
 
 @pytest.mark.slow
