@@ -63,13 +63,21 @@ class KeyIndex:
         where a new key shares its high half with a held one (crafted stores only): the joined
         keys are then to be indexed anew."""
         new = KeyIndex(keys)
-        at = np.searchsorted(self.hi, new.hi)
-        if len(self.hi) and bool((self.hi[np.minimum(at, len(self.hi) - 1)] == new.hi).any()):
+        return self.joined_sorted(new.hi, new.lo, new.position.astype(np.int64) + first)
+
+    def joined_sorted(self, hi: np.ndarray, lo: np.ndarray, position: np.ndarray) -> KeyIndex | None:
+        """`joined` for keys already sorted (by their halves ``hi``, ``lo``: as a `KeyIndex`
+        holds them), distinct and none of them held, at ``position``: merged in, nothing sorted.
+        None where a new key shares its high half with a held one (crafted stores only)."""
+        at = np.searchsorted(self.hi, hi)
+        if len(self.hi) and bool((self.hi[np.minimum(at, len(self.hi) - 1)] == hi).any()):
             return None
         joined = object.__new__(KeyIndex)
-        joined.hi, joined.lo = np.insert(self.hi, at, new.hi), np.insert(self.lo, at, new.lo)
-        position = np.insert(self.position.astype(np.int64), at, new.position.astype(np.int64) + first)
-        joined.position = position.astype(np.int32) if len(position) and position.max() < 2**31 else position
+        joined.hi, joined.lo = np.insert(self.hi, at, hi), np.insert(self.lo, at, lo)
+        if self.position.dtype == np.int32 and (not len(position) or int(position.max()) < 2**31):
+            joined.position = np.insert(self.position, at, position.astype(np.int32)).astype(np.int32, copy=False)
+        else:
+            joined.position = np.insert(self.position.astype(np.int64), at, position.astype(np.int64))
         return joined
 
     def find(self, keys: pl.Series) -> np.ndarray:

@@ -121,7 +121,11 @@ class KeyNumbering:
             keys = group.filter(pl.Series(new))
             numbers[new] = np.arange(self.count, self.count + fresh)
             self._keys.append(keys)
-            joined = None if self._index is None else self._index.joined(keys, self.count)
+            # the new keys in the call's sorted order (``local``'s), at their numbers: merged in
+            # as they are, not sorted again
+            picked = new[local.position]
+            joined = None if self._index is None else self._index.joined_sorted(
+                local.hi[picked], local.lo[picked], numbers[local.position[picked]])
             self.count += fresh
             # the keys in number order: a key's position is its number
             self._index = joined if joined is not None else KeyIndex(self.keys())
