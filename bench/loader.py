@@ -31,8 +31,9 @@ through HTTP). Timings mean something only on a machine nothing else uses.
 
 ``summary``: each file holds the last lines of many ``run`` calls (one JSON object a line,
 e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop; a line may carry a
-``label``, and more keys, such as the command); a Markdown row per file and label of the runs, how many read a recorded index, min / median / max of ``index_s`` and
-``first_batch_s``, and the median peak RSS of this process and of the largest worker.
+``label``, and more keys, such as the command); a Markdown row per file and label of the runs,
+how many read a recorded index, min / median / max of ``index_s`` and ``first_batch_s``, and
+the median peak RSS of this process and of the largest worker.
 
 ``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
 (``/proc/self/status``) after the imports and the tokenizer, around each step of

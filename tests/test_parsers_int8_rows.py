@@ -198,7 +198,6 @@ def test_biaffine_int8_trees_are_the_same_with_either_product() -> None:
         model = BiaffineModel(fp32.loaded, device="cpu")
         model.fast = RowInt8Biaffine(fp32.fast)
         for linear in (m for m in model.fast.modules() if isinstance(m, RowInt8Linear)):
-            linear.float_product = kind == "float"
             linear.weight_f = linear.weight_t.float() if kind == "float" else None
         trees[kind] = model.predict(sentences)
     assert trees["int"] == trees["float"] and len(trees["int"]) == 16

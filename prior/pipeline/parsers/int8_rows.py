@@ -128,12 +128,17 @@ class RowInt8Linear(nn.Module):
         q = torch.cat([q, q.new_zeros(pad, q.shape[1])])
         scale = torch.cat([scale, scale.new_ones(pad)])
         self.register_buffer("weight_t", q.t().contiguous())  # (k, n + pad), as torch._int_mm takes it
-        self.float_product = (product or product_kind()) == "float" and float_product_is_exact(q.shape[1])
+        use_float = (product or product_kind()) == "float" and float_product_is_exact(q.shape[1])
         # the same int8 values as float32, for the float product (exact: module docstring)
-        self.register_buffer("weight_f", self.weight_t.float() if self.float_product else None)
+        self.register_buffer("weight_f", self.weight_t.float() if use_float else None)
         self.register_buffer("weight_scale", scale)  # (n + pad,)
         self.register_buffer("bias", None if bias is None else
                              torch.cat([bias.detach().float(), bias.new_zeros(pad, dtype=torch.float32)]))
+
+    @property
+    def float_product(self) -> bool:
+        """Whether the sums come from a float32 product (`int8_matmul`)."""
+        return self.weight_f is not None
 
     @classmethod
     def of(cls, linear: nn.Linear) -> RowInt8Linear:
@@ -142,7 +147,8 @@ class RowInt8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])
         q, scale = quantize_rows(rows)
-        exact = self.weight_f if self.weight_f is not None and float_product_is_exact(self.weight_t.shape[0]) else None
+        # float32 products at full precision only (`float_product_is_exact`); else _int_mm's sums
+        exact = self.weight_f if self.float_product and float_product_is_exact(self.weight_t.shape[0]) else None
         out = int8_matmul(q, self.weight_t, exact).mul_(scale.unsqueeze(-1)).mul_(self.weight_scale)
         if self.bias is not None:
             out.add_(self.bias)
