@@ -155,6 +155,20 @@ def test_bench_parse_model_section_runs_without_spacy(tmp_path: Path) -> None:
     assert model["exactness_ewt_test"]["differing_heads"] == 0
     assert model["speed"]["ewt-test"]["int8"]["words_per_s"] > 0 and 0 < model["int8_ewt_test"]["LAS"] <= 100
     assert model["int8_ewt_test"]["product"] in ("int", "float")
+    # bench/int8_product.py: the products of two tiny shapes, this run's line, both tables
+    lines = tmp_path / "int8.jsonl"
+    matmul = subprocess.run([sys.executable, str(BENCH / "int8_product.py"), "matmul", "--shapes", "3x16x8", "5x40x24",
+                             "--reps", "2"], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    parse = subprocess.run([sys.executable, str(BENCH / "int8_product.py"), "parse-line", str(result), "--label", "tiny",
+                            "--command", "bench/parse.py ..."], capture_output=True, text=True, env=env, timeout=300,
+                           check=True).stdout
+    lines.write_text(matmul + parse, encoding="utf-8")
+    rows = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines()]
+    assert [r["kind"] for r in rows] == ["matmul", "matmul", "parse"] and all(r["same_sums"] for r in rows[:2])
+    assert rows[2]["sentences"] == 15 and rows[2]["int8_LAS"] == model["int8_ewt_test"]["LAS"]
+    table = subprocess.run([sys.executable, str(BENCH / "int8_product.py"), "table", str(lines)], capture_output=True,
+                           text=True, env=env, timeout=300, check=True).stdout
+    assert "| 3 × 16 × 8 |" in table and "| 5 × 40 × 24 |" in table and "| tiny | 15 (" in table
 
 
 @pytest.mark.slow

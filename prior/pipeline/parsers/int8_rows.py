@@ -19,7 +19,7 @@ is exact where the inner dimension ``k`` is at most ``EXACT_FLOAT_K`` (1040): ev
 an integer of magnitude at most 127² and every partial sum, in whatever order or blocking the
 matrix library adds them, one of at most ``k · 127² < 2**24``, which float32 holds exactly
 (the biaffine model's largest ``k`` is 800). Which is faster depends on the CPU: ``_int_mm`` is
-fast on some and a generic loop on others (on a 2-core AVX2 EPYC without AVX-512 or VNNI, 27-39×
+fast on some and a generic loop on others (on a 2-core AVX2 EPYC without AVX-512 or VNNI, 20-33×
 slower than the float32 product of the same shape: bench/RESULTS.md), so a process times both
 once on a product of the model's shape (:func:`product_kind`) and uses the faster;
 ``PRIOR_INT8_PRODUCT=int|float`` forces one. The trees are the same either way.
