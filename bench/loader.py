@@ -8,6 +8,7 @@
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
     python bench/loader.py words --store STORE                        # every parse segment's words: strings or dictionaries
     python bench/loader.py summary RUNS.jsonl [RUNS.jsonl ...]        # the spread of many runs' lines, a row per file
+    python bench/loader.py numbered --store STORE --against CHECKOUT  # the split's rows as numbers: this checkout and another
 
 ``run`` (one process; JSON on the last line): the split is indexed (`prior.trainers.split_index`),
 or read from the record a run before kept (`prior.trainers.index_cache`: ``index_recorded``;
@@ -34,6 +35,12 @@ e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop; a line may c
 ``label``, and more keys, such as the command); a Markdown row per file and label of the runs,
 how many read a recorded index, min / median / max of ``index_s`` and ``first_batch_s``, and
 the median peak RSS of this process and of the largest worker.
+
+``numbered`` (a JSON line per process): `prior.featurestore.numbered_split.numbered_split` of
+``--split`` called ``--calls`` times in a fresh process after one untimed call, with this
+checkout's code and with ``--against``'s (another checkout of prior), the two alternating for
+``--rounds`` rounds; each line: the checkout, its fastest and median call, and the numbers'
+sums (the same numbering, the same sums).
 
 ``index-memory`` (one process, JSON on the last line): this process's RSS and peak RSS
 (``/proc/self/status``) after the imports and the tokenizer, around each step of
@@ -218,6 +225,39 @@ def summary(args: argparse.Namespace) -> None:
                   f"{statistics.median(m['largest_worker'] for m in rss):.0f} |")
 
 
+_NUMBERED = """
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from prior.featurestore import StoreRef, open_store
+from prior.featurestore.numbered_split import numbered_split
+store = open_store(StoreRef(sys.argv[2]), create=False)
+dataset = sys.argv[3]
+numbered_split(store, dataset, sys.argv[4])
+seconds = []
+for _ in range(int(sys.argv[5])):
+    start = time.perf_counter()
+    n = numbered_split(store, dataset, sys.argv[4])
+    seconds.append(time.perf_counter() - start)
+print(json.dumps({"checkout": sys.argv[1], "min_s": round(min(seconds), 3),
+                  "median_s": round(statistics.median(seconds), 3), "pairs": n.height,
+                  "sentences": n.sentences.len(), "sums": [int(n.sent_a.sum()), int(n.sent_b.sum())]}))
+"""
+
+
+def numbered(args: argparse.Namespace) -> None:
+    """This checkout's numbering against another's (module docstring)."""
+    from prior.featurestore import open_store
+
+    dataset = _dataset(open_store(args.store, create=False), args.dataset, args.split)
+    for _ in range(args.rounds):
+        for checkout in (str(ROOT), str(Path(args.against).resolve())):
+            out = subprocess.run([sys.executable, "-c", _NUMBERED, checkout, args.store, dataset,
+                                  args.split, str(args.calls)], capture_output=True, text=True, check=False)
+            if out.returncode:
+                raise SystemExit(f"numbered with {checkout} failed:\n{out.stderr[-3000:]}")
+            print(out.stdout.strip().splitlines()[-1], flush=True)
+
+
 def s3(args: argparse.Namespace) -> None:
     """The store local and on moto's S3 (module docstring)."""
     import logging
@@ -371,6 +411,13 @@ def main() -> None:
     i.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
     i.add_argument("--split", default="train")
     i.add_argument("--feature", default="dep", help="The store feature read ('' for none).")
+    n = sub.add_parser("numbered")
+    n.add_argument("--store", required=True)
+    n.add_argument("--against", required=True, help="Another checkout of prior, timed in turn with this one.")
+    n.add_argument("--dataset", default=None, help="Default: the store's only dataset with the split.")
+    n.add_argument("--split", default="train")
+    n.add_argument("--calls", type=int, default=5)
+    n.add_argument("--rounds", type=int, default=3)
     y = sub.add_parser("summary")
     y.add_argument("files", nargs="+")
     w = sub.add_parser("words")
@@ -385,7 +432,7 @@ def main() -> None:
     elif args.cmd == "index-memory":
         print(json.dumps(index_memory(args)))
     else:
-        {"sizes": sizes, "s3": s3, "make": make, "summary": summary}[args.cmd](args)
+        {"sizes": sizes, "s3": s3, "make": make, "summary": summary, "numbered": numbered}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,13 @@ def test_bench_loader_words(store: Path) -> None:
     assert row["distinct_words_summed"]["strings"] == row["distinct_words_summed"]["dictionaries"] > 0
 
 
+def test_bench_loader_numbered_times_this_checkout_and_another(store: Path) -> None:
+    lines = [json.loads(line) for line in bench("bench/loader.py", "numbered", "--store", store, "--against", REPO,
+                                                 "--calls", 2, "--rounds", 1).strip().splitlines()]
+    assert len(lines) == 2 and all(r["pairs"] == 300 and 0 < r["min_s"] <= r["median_s"] for r in lines)
+    assert lines[0]["sums"] == lines[1]["sums"] and lines[0]["sentences"] == lines[1]["sentences"] > 0
+
+
 def test_bench_loader_run_and_sizes(store: Path, tmp_path: Path) -> None:
     lines = []
     for workers in (0, 2):
