@@ -67,11 +67,12 @@ def test_ranges_read_by_ranges_equal_the_shard_read_whole(tmp_path: Path, seed: 
     ranged = read_flat_ranges({**files, "x/c/0": shard}, "x", starts, sizes)
     assert whole is not None and ranged is not None
     assert ranged.tolist() == whole.tolist() == np.concatenate([flat[s:s + n] for s, n in zip(starts, sizes)]).tolist()
-    # the index, then runs of the pieces holding a range: no byte read twice, none another piece's
+    # the index (and its checksum: to the shard's end), then runs of the pieces holding a
+    # range: no byte read twice, none another piece's
     index = _shard_index(files["x/c/0"], 20)
     wanted = sorted({p for s, n in zip(starts, sizes) if n for p in range(s // 1_000, (s + n - 1) // 1_000 + 1)
                      if not 6 <= p < 9})
-    assert shard.reads[0] == (len(shard.data) - 20 * 16 - 4, 20 * 16)
+    assert shard.reads[0] == (len(shard.data) - 20 * 16 - 4, 20 * 16 + 4)
     assert sum(length for _, length in shard.reads[1:]) == int(index[wanted, 1].sum())
     assert len(shard.reads) - 1 <= len(wanted)
 
@@ -114,13 +115,14 @@ def test_ranges_a_checked_local_shard_is_read_by_ranges(store, monkeypatch: pyte
     sources = array_sources(store.fs, segment, names)
     assert {k for k, v in sources.items() if isinstance(v, CheckedRanges)} == {f"{n}/c/0" for n in names}
     ranges: list[tuple[str, int]] = []
-    real = StoreFS.read_range
+    real = StoreFS.read_ranges
 
-    def counted(fs: StoreFS, rel: str, offset: int, length: int) -> bytes:
-        ranges.append((rel, length))
-        return real(fs, rel, offset, length)
+    def counted(fs: StoreFS, rel: str, spans: list[tuple[int, int]]) -> list[bytes]:
+        ranges.extend((rel, length) for _, length in spans)
+        return real(fs, rel, spans)
 
-    monkeypatch.setattr(StoreFS, "read_range", counted)
+    monkeypatch.setattr(StoreFS, "read_ranges", counted)
+    monkeypatch.setattr(StoreFS, "read_range", lambda *a: pytest.fail("a range read alone"))
     again = read_items(store.fs, segment, columns, names, rows)
     for n in names:
         assert again[n].values.tolist() == first[n].values.tolist()
@@ -150,8 +152,9 @@ def test_ranges_a_shard_cut_short_after_its_check_is_named(store) -> None:
         read_items(store.fs, segment, columns, ["trigram"], np.arange(5))
 
 
-def test_ranges_an_object_store_reads_its_shards_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On an object store a range is a round trip: a checked shard is still fetched whole."""
+def test_ranges_an_object_store_reads_its_small_shards_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an object store a range is a round trip: a shard under `RANGED_REMOTE_BYTES` is
+    fetched whole, even once checked."""
     store = many_pairs_store(tmp_path / "s", pairs=30, partition=30, splits=("train",))
     segment = _dep_segment(store)
     columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
@@ -160,6 +163,114 @@ def test_ranges_an_object_store_reads_its_shards_whole(tmp_path: Path, monkeypat
     monkeypatch.setattr(store.fs, "local", False)
     assert all(isinstance(v, bytes) for v in array_sources(store.fs, segment, ["trigram"]).values())
     checked.forget()
+
+
+def _remote_large(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``store`` read as an object store whose every shard counts as large."""
+    import prior.featurestore.segment_files as segment_files
+
+    monkeypatch.setattr(store.fs, "local", False)
+    monkeypatch.setattr(segment_files, "RANGED_REMOTE_BYTES", 0)
+
+
+def test_ranges_an_object_stores_large_shard_is_checked_streamed_then_read_by_ranges(
+        store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large shard on an object store is checked without being held (`check_streamed`, a
+    chunk at a time: never fetched whole), then read by ranges: the same items as a local read."""
+    segment = _dep_segment(store)
+    names = ("trigram", "subgraph")
+    columns = index_columns(read_parquet(store.fs, segment, "index.parquet",
+                                         [f"{n}.{p}" for n in names for p in ("offset", "rows", "cols")]), names)
+    rows = np.array([40, 3, 4, 5, 59], np.int64)
+    want = read_items(store.fs, segment, columns, names, rows)
+    checked.forget()
+    _remote_large(store, monkeypatch)
+    monkeypatch.setattr(checked, "CHECK_CHUNK", 1_000)
+    whole: list[str] = []
+    chunks: list[int] = []
+    real_bytes, real_range = StoreFS.read_bytes, StoreFS.read_range
+
+    def read_bytes(fs: StoreFS, rel: str) -> bytes:
+        whole.append(rel)
+        return real_bytes(fs, rel)
+
+    def read_range(fs: StoreFS, rel: str, offset: int, length: int) -> bytes:
+        chunks.append(length)
+        return real_range(fs, rel, offset, length)
+
+    monkeypatch.setattr(StoreFS, "read_bytes", read_bytes)
+    monkeypatch.setattr(StoreFS, "read_range", read_range)
+    sources = array_sources(store.fs, segment, names)
+    shards = {f"{n}/c/0" for n in names}
+    assert {k for k, v in sources.items() if isinstance(v, CheckedRanges)} == shards
+    assert all(checked.is_verified(store.fs, segment, f"arrays/{s}") for s in shards)
+    assert not any(rel.endswith("/c/0") for rel in whole) and chunks and max(chunks) <= 1_000
+    got = read_items(store.fs, segment, columns, names, rows, sources)
+    for n in names:
+        assert got[n].values.tolist() == want[n].values.tolist()
+        assert got[n].rows.tolist() == want[n].rows.tolist() and got[n].cols.tolist() == want[n].cols.tolist()
+    assert not any(rel.endswith("/c/0") for rel in whole)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "longer", "shorter"])
+def test_ranges_a_damaged_large_shard_on_an_object_store_is_named(store, monkeypatch: pytest.MonkeyPatch,
+                                                                   damage: str) -> None:
+    segment = _dep_segment(store)
+    path = Path(store.fs.path(f"{segment.folder}/arrays/trigram/c/0"))
+    data = bytearray(path.read_bytes())
+    if damage == "flipped":
+        data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data) + b"xx" if damage == "longer" else bytes(data[:-3]) if damage == "shorter"
+                     else bytes(data))
+    _remote_large(store, monkeypatch)
+    monkeypatch.setattr(checked, "CHECK_CHUNK", 64)
+    problem = {"flipped": "does not match its checksum", "longer": "has more bytes where the catalog records",
+               "shorter": f"has {len(data) - 3} bytes where the catalog records {len(data)}"}[damage]
+    with pytest.raises(StoreError, match=f"segment {segment.id} .* file arrays/trigram/c/0: {problem}"):
+        array_sources(store.fs, segment, ["trigram"])
+    assert not checked.is_verified(store.fs, segment, "arrays/trigram/c/0")
+
+
+class CountedRanges(Counted):
+    """`Counted`, whose ranges are also asked for together (`read_ranges`)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.together: list[list[tuple[int, int]]] = []
+
+    def read_ranges(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        self.together.append(list(spans))
+        return [self.data[o:o + n] for o, n in spans]
+
+
+def test_ranges_asked_for_together_and_near_ones_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard that reads ranges together gets a read's runs of pieces in one call, runs at most
+    `RANGE_GAP` bytes apart joined into one range; the values are those of the whole shard."""
+    import prior.featurestore.tensors as tensors
+
+    rng = np.random.default_rng(0)
+    flat = rng.standard_normal(40_000).astype(np.float32)
+    files = _files(tmp_path, flat, piece=1_000)
+    index = _shard_index(files["x/c/0"], 40)
+    starts = np.array([500, 5_200, 7_100, 30_000], np.int64)  # pieces 0, 5, 7, 30
+    sizes = np.array([10, 20, 30, 40], np.int64)
+    want = np.concatenate([flat[a:a + n] for a, n in zip(starts, sizes)])
+    gap = int(index[7, 0] - index[5].sum())  # the bytes of piece 6, between pieces 5 and 7
+    near = int(index[5, 0] - index[0].sum())  # pieces 1-4
+    far = int(index[30, 0] - index[7].sum())  # pieces 8-29
+    assert gap < near < far
+    for limit, joined in ((0, 4), (gap, 3), (near, 2), (far, 1)):
+        monkeypatch.setattr(tensors, "RANGE_GAP", limit)
+        shard = CountedRanges(files["x/c/0"])
+        got = read_flat_ranges({**files, "x/c/0": shard}, "x", starts, sizes)
+        assert got is not None and got.tolist() == want.tolist()
+        assert len(shard.reads) == 1 and len(shard.together) == 1  # the index; every run at once
+        assert len(shard.together[0]) == joined
+    monkeypatch.setattr(tensors, "RANGES_AT_ONCE", 1)  # a call per run: at most this many bytes at once
+    shard = CountedRanges(files["x/c/0"])
+    got = read_flat_ranges({**files, "x/c/0": shard}, "x", starts, sizes)
+    assert got is not None and got.tolist() == want.tolist()
+    assert len(shard.reads) == 1 + 4 and not shard.together
 
 
 def test_ranges_outside_the_recorded_size_are_refused(store) -> None:
@@ -180,6 +291,9 @@ def test_ranges_of_a_file_on_any_store(tmp_path: Path) -> None:
         assert fs.read_range("f/x.bin", 0, 10) == data[:10]
         assert fs.read_range("f/x.bin", 1_000, 3_000) == data[1_000:4_000]
         assert fs.read_range("f/x.bin", len(data) - 5, 50) == data[-5:]
+        spans = [(3_000, 10), (0, 5), (len(data) - 5, 50)]
+        assert fs.read_ranges("f/x.bin", spans) == [data[o:o + n] for o, n in spans]
+        assert fs.read_ranges("f/x.bin", []) == []
 
 
 def test_ranges_an_array_of_another_layout_is_decoded_whole(store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,13 +83,13 @@ def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
     fsspec.filesystem("s3", **options).put(local.location + "/", f"{bucket}/store/", recursive=True)
     fetched: list[str] = []
-    real = reader.array_files
+    real = reader.array_sources
 
     def fetch(fs: Any, segment: Any, names: Any) -> Any:
         fetched.append(segment.id)
         return real(fs, segment, names)
 
-    monkeypatch.setattr(reader, "array_files", fetch)
+    monkeypatch.setattr(reader, "array_sources", fetch)
     remote = open_store(StoreRef(f"s3://{bucket}/store", options), create=False)
     readers = [reader.SplitReader(index_split(store, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)
                for store in (remote, local)]
@@ -103,3 +103,67 @@ def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store
         assert np.array_equal(got.encoded.input_ids, want.encoded.input_ids)
     dep = {s.id for s in local.segments("feature") if s.target["name"] == "dep"}
     assert sorted(fetched) == sorted(dep)  # each of the split's 16 dep segments once, none by the local reader
+
+
+def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A compacted segment's shards on an object store (large: `RANGED_REMOTE_BYTES` set to 0
+    here) are never fetched whole: each checked once a chunk at a time, then each window's
+    pieces read as one request per shard, their index fetched once; the same batches as the
+    local store's."""
+    import fsspec
+    import numpy as np
+
+    import prior.featurestore.segment_files as segment_files
+    import prior.trainers.reader as reader
+    from prior.featurestore import StoreRef, checked, open_store
+    from prior.featurestore.compact import compact_store
+    from prior.featurestore.fs import StoreFS
+    from prior.trainers.split_index import index_split
+    from tests.trainers_fixtures import tiny_tokenizer
+
+    local = many_pairs_store(tmp_path / "local", pairs=320, partition=20, splits=("train",))
+    compact_store(local)
+    local.refresh()
+    bucket = s3.bucket()
+    options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
+    fsspec.filesystem("s3", **options).put(local.location + "/", f"{bucket}/store/", recursive=True)
+    monkeypatch.setattr(segment_files, "RANGED_REMOTE_BYTES", 0)
+    checked.forget()
+    whole: list[str] = []
+    together: list[tuple[str, int]] = []
+    tails: list[str] = []
+    real_bytes, real_ranges = StoreFS.read_bytes, StoreFS.read_ranges
+
+    def read_bytes(fs: StoreFS, rel: str) -> bytes:
+        if not fs.local:
+            whole.append(rel)
+        return real_bytes(fs, rel)
+
+    def read_ranges(fs: StoreFS, rel: str, spans: Any) -> list[bytes]:
+        if not fs.local:
+            together.append((rel, len(spans)))
+            size = fs.size(rel)
+            tails.extend(rel for o, n in spans if o + n == size)
+        return real_ranges(fs, rel, spans)
+
+    monkeypatch.setattr(StoreFS, "read_bytes", read_bytes)
+    monkeypatch.setattr(StoreFS, "read_ranges", read_ranges)
+    remote = open_store(StoreRef(f"s3://{bucket}/store", options), create=False)
+    readers = [reader.SplitReader(index_split(store, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)
+               for store in (remote, local)]
+    (dep,) = [s for s in remote.segments("feature") if s.target["name"] == "dep"]
+    shards = [f"{dep.folder}/arrays/{n}/c/0" for n in ("trigram", "subgraph")]
+    for k in range(4):  # windows of 80 pairs, 10 pieces of 8 each, none read before
+        part = np.random.default_rng(k).permutation(np.arange(80 * k, 80 * (k + 1)))
+        before = len(together)
+        got, want = (r.read(np.sort(part)) for r in readers)
+        assert got.source is not None and want.source is not None
+        assert np.array_equal(got.source.batch(got.encoded.seg, got.encoded.wid, got.rows),
+                              want.source.batch(want.encoded.seg, want.encoded.wid, want.rows))
+        # a request for each shard's pieces (and, on the first read, one for its index)
+        reads = [rel for rel, _ in together[before:] if rel in shards]
+        assert sorted(reads) == sorted(shards * (2 if k == 0 else 1))
+    assert whole and not set(whole) & set(shards)  # (a sentence entry's segment is read whole and kept)
+    assert sorted(t for t in tails if t in shards) == sorted(shards)  # each index fetched once
+    checked.forget()

@@ -11,7 +11,9 @@ once is trusted for the rest of the process: the cache is keyed by store locatio
 file name and expected digest. The first read of a file reads it whole (hashing needs every
 byte) and decodes from those same bytes; later reads go straight to the file, so a Parquet
 reader may again read only the columns it needs, and a reader of a few items of a flat array
-only its shard's index and the pieces holding them (:class:`CheckedRanges`).
+only its shard's index and the pieces holding them (:class:`CheckedRanges`). On an object
+store a large shard is checked without being kept (`check_streamed`: its bytes hashed as they
+arrive, a few megabytes at a time), then read by ranges too.
 
 On a local disk a file reached through a link is refused before it is read (a store holds no links).
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
@@ -29,6 +31,8 @@ from prior.featurestore.fs import StoreFS
 
 # files of one segment an object store's read fetches at once (`read_checked_files`)
 FETCH_THREADS = 8
+#: bytes of a file `check_streamed` holds at once
+CHECK_CHUNK = 8 << 20
 
 _VERIFIED: set[tuple[str, str, str, str]] = set()
 _LOCK = threading.Lock()
@@ -90,16 +94,65 @@ def read_checked_files(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> 
         return dict(zip(inners, pool.map(lambda inner: read_checked(fs, segment, inner), inners)))
 
 
+def check_streamed(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> None:
+    """Check files ``inners`` of a committed ``segment`` against their records (size, then
+    blake2b) without keeping them: each read `CHECK_CHUNK` bytes at a time and hashed as it
+    comes (on an object store the files at once, by a few threads, as `read_checked_files`
+    fetches them). A file this process checked before is not read again. Afterwards each is
+    read by ranges (`CheckedRanges`): a shard of tens of megabytes fetched whole for every
+    read of a few of its pieces would be fetched many times over."""
+    todo = [inner for inner in inners if not is_verified(fs, segment, inner)]
+    if fs.local or len(todo) < 2:
+        for inner in todo:
+            _check_streamed(fs, segment, inner)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(FETCH_THREADS, len(todo)), thread_name_prefix="prior-fetch") as pool:
+        list(pool.map(lambda inner: _check_streamed(fs, segment, inner), todo))
+
+
+def _check_streamed(fs: StoreFS, segment: Segment, inner: str) -> None:
+    expected = segment.files.get(inner)
+    if expected is None:
+        raise damaged(segment, inner, "is not listed in the segment's catalog record")
+    rel = f"{segment.folder}/{inner}"
+    if not fs.inside(rel):
+        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
+    size, digest, offset = int(expected["size"]), hashlib.blake2b(digest_size=16), 0
+    try:
+        while True:
+            data = fs.read_range(rel, offset, CHECK_CHUNK)
+            digest.update(data)
+            offset += len(data)
+            if len(data) < CHECK_CHUNK or offset > size:
+                break
+    except FileNotFoundError:
+        raise damaged(segment, inner, "is missing") from None
+    except OSError as exc:
+        raise damaged(segment, inner, f"cannot be read as a file ({type(exc).__name__})") from None
+    if offset != size:
+        held = f"{offset}" if offset < size else "more"
+        raise damaged(segment, inner, f"has {held} bytes where the catalog records {size}")
+    if digest.hexdigest() != expected["blake2b"]:
+        raise damaged(segment, inner, "does not match its checksum (its content changed)")
+    with _LOCK:
+        _VERIFIED.add(_key(fs, segment, inner))
+
+
 @dataclass(frozen=True)
 class CheckedRanges:
     """A committed file this process already checked whole (`is_verified`), read by byte
     ranges: what is read is trusted as every later read of a checked file is (module
     docstring), and a file that no longer has the bytes it was checked with is a `StoreError`
-    naming it."""
+    naming it. The read that ends at the file's end (a shard's index, which every read of its
+    pieces reads first) is kept by the object: a reader that keeps the object (on an object
+    store, `prior.trainers.reader`) fetches it once."""
 
     fs: StoreFS
     segment: Segment
     inner: str
+    _tail: dict[tuple[int, int], bytes] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -108,19 +161,33 @@ class CheckedRanges:
 
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes from byte ``offset``."""
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise damaged(self.segment, self.inner, f"has no bytes {offset}-{offset + length} "
-                                                    f"(it has {self.size})")
+        kept = self._tail.get((offset, length))
+        if kept is not None:
+            return kept
+        data = self.read_ranges([(offset, length)])[0]
+        if offset + length == self.size:
+            self._tail.clear()
+            self._tail[(offset, length)] = data
+        return data
+
+    def read_ranges(self, spans: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each (offset, length) of ``spans``, in that order (on an object store
+        fetched at once: `StoreFS.read_ranges`)."""
+        for offset, length in spans:
+            if offset < 0 or length < 0 or offset + length > self.size:
+                raise damaged(self.segment, self.inner, f"has no bytes {offset}-{offset + length} "
+                                                        f"(it has {self.size})")
         try:
-            data = self.fs.read_range(f"{self.segment.folder}/{self.inner}", offset, length)
+            got = self.fs.read_ranges(f"{self.segment.folder}/{self.inner}", spans)
         except FileNotFoundError:
             raise damaged(self.segment, self.inner, "is missing") from None
         except OSError as exc:
             raise damaged(self.segment, self.inner, f"cannot be read as a file ({type(exc).__name__})") from None
-        if len(data) != length:
-            raise damaged(self.segment, self.inner, f"ends before byte {offset + length}: it is shorter than "
-                                                    f"the {self.size} bytes it was checked with")
-        return data
+        for (offset, length), data in zip(spans, got):
+            if len(data) != length:
+                raise damaged(self.segment, self.inner, f"ends before byte {offset + length}: it is shorter than "
+                                                        f"the {self.size} bytes it was checked with")
+        return got
 
 
 def folder_files(segment: Segment, prefix: str) -> list[str]:
@@ -145,5 +212,5 @@ def checked_count(location: str) -> int:
     return sum(1 for k in _VERIFIED if k[0] == location)
 
 
-__all__ = ["FETCH_THREADS", "CheckedRanges", "checked_count", "damaged", "folder_files", "forget", "is_verified",
-           "read_checked", "read_checked_files"]
+__all__ = ["CHECK_CHUNK", "FETCH_THREADS", "CheckedRanges", "check_streamed", "checked_count", "damaged",
+           "folder_files", "forget", "is_verified", "read_checked", "read_checked_files"]

@@ -19,6 +19,7 @@ from prior.featurestore import keys as keymod
 from prior.featurestore.catalog import Segment
 from prior.featurestore.checked import (
     CheckedRanges,
+    check_streamed,
     damaged,
     folder_files,
     is_verified,
@@ -301,15 +302,29 @@ def _array_inners(segment: Segment, names: Sequence[str]) -> list[str]:
     return ["arrays/zarr.json", *(inner for name in names for inner in folder_files(segment, f"arrays/{name}"))]
 
 
+#: on an object store, a shard of at least this many bytes is read by ranges once checked
+#: (`array_sources`); a smaller one is fetched whole
+RANGED_REMOTE_BYTES = 4 << 20
+
+
 def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, bytes | CheckedRanges]:
-    """`array_files`, except that on a local disk an array's shard this process already checked
-    is not read whole: it is handed over to be read by byte ranges (its index, then only the
-    pieces a read needs; `CheckedRanges`). A compacted segment's shard holds tens of megabytes,
-    and every piece of a split that a reader takes from it read them all. On an object store
-    each range would be a round trip: the shard is fetched whole (a trainer keeps it,
-    `prior.trainers.reader`)."""
+    """`array_files`, except for the shards that are read by byte ranges (`CheckedRanges`: the
+    shard's index, then only the pieces a read needs) instead of whole:
+
+    - on a local disk, a shard this process already checked (its first read reads it whole,
+      checks it and decodes from those bytes);
+    - on an object store, a shard of at least `RANGED_REMOTE_BYTES`, checked first without
+      being kept (`check_streamed`). A compacted segment's shard holds tens of megabytes, and
+      every piece of a split that a reader takes from it would fetch them all again once a
+      reader's cache no longer holds it; a smaller shard is fetched whole (one round trip, and
+      a trainer keeps it: `prior.trainers.reader`)."""
     inners = _array_inners(segment, names)
-    ranged = {inner for inner in inners if fs.local and inner.endswith("/c/0") and is_verified(fs, segment, inner)}
+    shards = [inner for inner in inners if inner.endswith("/c/0") and inner in segment.files]
+    if fs.local:
+        ranged = {inner for inner in shards if is_verified(fs, segment, inner)}
+    else:
+        ranged = {inner for inner in shards if int(segment.files[inner]["size"]) >= RANGED_REMOTE_BYTES}
+        check_streamed(fs, segment, sorted(ranged))
     files: dict[str, bytes | CheckedRanges] = dict(
         read_checked_files(fs, segment, [inner for inner in inners if inner not in ranged]))
     files.update({inner: CheckedRanges(fs, segment, inner) for inner in ranged})
@@ -339,11 +354,11 @@ def index_columns(table: pa.Table, names: Sequence[str]) -> dict[str, np.ndarray
 
 
 def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.ndarray], names: Sequence[str],
-               positions: np.ndarray, files: Mapping[str, bytes] | None = None) -> dict[str, Ragged]:
+               positions: np.ndarray, files: Mapping[str, bytes | CheckedRanges] | None = None) -> dict[str, Ragged]:
     """Items ``positions`` (rows of the segment's ``index``: its table, or its `index_columns`,
     of any integer type) of the flat arrays ``names``, as `Ragged` in that order: the files are checked as by
-    `read_arrays` (``files``: their checked bytes, `array_files`, when the caller keeps them;
-    else `array_sources`: a shard checked before is read by ranges), then only those items'
+    `read_arrays` (``files``: their `array_sources` or `array_files`, when the caller keeps
+    them; else `array_sources`: a shard checked before is read by ranges), then only those items'
     values are kept, from the pieces that hold them
     (`prior.featurestore.tensors.read_flat_ranges`); an array stored otherwise is decoded whole
     and the items taken from it."""
@@ -358,7 +373,10 @@ def read_items(fs: StoreFS, segment: Segment, index: pa.Table | Mapping[str, np.
         try:
             values = read_flat_ranges(sources, name, offsets, sizes)
             if values is None:
-                whole = read_flat_files(array_files(fs, segment, [name]) if files is None else files, [name])[name]
+                held = {} if files is None else {k: v for k, v in files.items() if isinstance(v, bytes)}
+                if files is None or len(held) < len(files):  # a shard read by ranges: fetched whole now
+                    held = array_files(fs, segment, [name])
+                whole = read_flat_files(held, [name])[name]
                 out[name] = Ragged(whole, offsets, nrows, ncols).take(np.arange(len(rows)))
                 continue
         except PriorError:

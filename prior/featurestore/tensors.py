@@ -10,6 +10,7 @@ matrix.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -141,13 +142,23 @@ def flat_layout(meta: Mapping[str, object]) -> FlatLayout | None:
 
 
 class ByteRanges(Protocol):
-    """A file read by byte ranges instead of whole (a shard on disk that this process already
-    checked: `prior.featurestore.checked.CheckedRanges`)."""
+    """A file read by byte ranges instead of whole (a shard that this process already checked:
+    `prior.featurestore.checked.CheckedRanges`). One that also has ``read_ranges(spans)`` (the
+    bytes of each (offset, length), in order) is asked for a read's ranges together: on an
+    object store they are then fetched at once, not one round trip after another."""
 
     @property
     def size(self) -> int: ...
 
     def read(self, offset: int, length: int) -> bytes: ...
+
+
+#: compressed bytes of a shard's pieces one read asks for together (`_pieces`)
+RANGES_AT_ONCE = 16 << 20
+#: bytes between two ranges of a shard up to which they are fetched as one (`_fetch`): on an
+#: object store a request's round trip (tens of milliseconds) costs more than the gap's bytes
+#: (about 2.5 ms at 100 MB/s)
+RANGE_GAP = 256 << 10
 
 
 def _reader(data: bytes | ByteRanges) -> tuple[int, Callable[[int, int], bytes | memoryview]]:
@@ -158,37 +169,75 @@ def _reader(data: bytes | ByteRanges) -> tuple[int, Callable[[int, int], bytes |
     return data.size, data.read
 
 
+def _fetch(data: bytes | ByteRanges, spans: list[tuple[int, int]]) -> list[bytes | memoryview]:
+    """The bytes of each (offset, length) of ``spans`` of a shard: views of bytes held, else its
+    ranges together where it reads them so (`ByteRanges`; two following each other at most
+    `RANGE_GAP` apart as one), else one by one."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        view = memoryview(data)
+        return [view[offset:offset + length] for offset, length in spans]
+    together = getattr(data, "read_ranges", None)
+    if together is None or len(spans) < 2:
+        return [data.read(offset, length) for offset, length in spans]
+    # a span that starts at most RANGE_GAP bytes after the one before it ends is fetched with it
+    cuts = [0, *(k for k in range(1, len(spans)) if not 0 <= spans[k][0] - sum(spans[k - 1]) <= RANGE_GAP),
+            len(spans)]
+    joined = [(spans[a][0], sum(spans[b - 1]) - spans[a][0]) for a, b in itertools.pairwise(cuts)]
+    out: list[bytes | memoryview] = []
+    for (a, b), (start, _), got in zip(itertools.pairwise(cuts), joined, together(joined)):
+        view = memoryview(got)
+        out.extend(view[offset - start:offset - start + length] for offset, length in spans[a:b])
+    return out
+
+
 def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
     """(position, values) of the pieces ``wanted`` (ascending) of a sharded array: its index
     read from the end, then each run of wanted pieces stored one after the other read as one
-    range (of a shard on disk, only what the pieces take)."""
+    range (of a shard on disk, only what the pieces take), the runs of about `RANGES_AT_ONCE`
+    bytes asked for together (`_fetch`)."""
     n = layout.pieces
     total, read = _reader(data)
     size = n * 16 + 4  # (offset, nbytes) as little-endian uint64 per piece, then a crc32c
     if total < size:
         raise StoreError(f"its shard has {total} bytes, fewer than its index of {n} pieces")
-    index = np.frombuffer(read(total - size, size - 4), dtype="<u8").reshape(n, 2)
+    index = np.frombuffer(read(total - size, size), dtype="<u8", count=2 * n).reshape(n, 2)  # from the end
     nbytes = layout.piece * layout.dtype.itemsize
+    # (k, end, offset, length): wanted[k:end] stored one after the other from ``offset`` (of
+    # ``length`` bytes), or a piece never written (offset -1)
+    runs: list[tuple[int, int, int, int]] = []
     k = 0
     while k < len(wanted):
-        i = wanted[k]
-        offset, length = (int(v) for v in index[i])
+        offset, length = (int(v) for v in index[wanted[k]])
         if offset == _NO_PIECE and length == _NO_PIECE:
-            yield i * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
+            runs.append((k, k + 1, -1, 0))
             k += 1
             continue
-        end = k + 1  # the run: following wanted pieces stored right after this one
+        end = k + 1
         while end < len(wanted) and int(index[wanted[end], 0]) == int(index[wanted[end - 1]].sum()):
             end += 1
         stop = int(index[wanted[end - 1]].sum())
         if stop > total - size:
             raise StoreError(f"piece {wanted[end - 1]} lies outside its shard")
-        run = memoryview(read(offset, stop - offset))
-        for j in wanted[k:end]:
-            lo, hi = int(index[j, 0]) - offset, int(index[j].sum()) - offset
-            raw = pa.decompress(pa.py_buffer(run[lo:hi]), decompressed_size=nbytes, codec="zstd", asbytes=True)
-            yield j * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
+        runs.append((k, end, offset, stop - offset))
         k = end
+    first = 0
+    while first < len(runs):
+        last, held = first, 0
+        while last < len(runs) and (last == first or held + runs[last][3] <= RANGES_AT_ONCE):
+            held += runs[last][3]
+            last += 1
+        group = runs[first:last]
+        fetched = iter(_fetch(data, [(offset, length) for _, _, offset, length in group if offset >= 0]))
+        for k, end, offset, _ in group:
+            if offset < 0:
+                yield wanted[k] * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
+                continue
+            run = memoryview(next(fetched))
+            for j in wanted[k:end]:
+                lo, hi = int(index[j, 0]) - offset, int(index[j].sum()) - offset
+                raw = pa.decompress(pa.py_buffer(run[lo:hi]), decompressed_size=nbytes, codec="zstd", asbytes=True)
+                yield j * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
+        first = last
 
 
 def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
