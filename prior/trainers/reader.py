@@ -12,7 +12,9 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   A shuffle window draws its pairs from a few pieces (`prior.trainers.order`), so each piece
   is read about once per window. On an object store a segment's array files are kept as
   fetched too (an eighth of the budget, out of the sentences' shares): every piece of the segment
-  reads them, and each fetch is a round trip there (a local disk's page cache keeps them);
+  reads them, and each fetch is a round trip there (a local disk's page cache keeps them); a
+  large shard (a compacted segment's) is kept as a handle read by byte ranges, and a window's
+  pieces are read together, their ranges fetched at once (`_read_pieces`);
 - **sentences**: their words, read a parse segment's word column at a time (row group by row
   group, as the Parquet dictionary of their strings: no string made per word,
   `prior.featurestore.segment_files.read_string_lists`) and kept as the words' numbers
