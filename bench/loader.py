@@ -3,6 +3,7 @@
     python bench/loader.py run --store STORE                         # one epoch, DAFA's dep, 2 workers
     python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
     python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
+    python bench/loader.py fetched --store STORE --steps 1000         # what a run fetches from the store on S3
     python bench/loader.py make STORE --pairs 500000 --sentences 63000 [--ids]  # a store without parsing (synthetic)
     python bench/loader.py make STORE --pairs 500000 --sentences 600000 --ids   # ... with SNLI's ratio of sentences to pairs
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
@@ -29,6 +30,13 @@ nothing else). The stores of `bench/scale.py` (``bench/out/scale/store-N``, data
 or of ``make``. ``s3``: starts moto's S3 server in this process, copies the store into a bucket,
 and compares ``run`` from the local store and from ``s3://`` (the same batches; the reads go
 through HTTP). Timings mean something only on a machine nothing else uses.
+
+``fetched`` (JSON on the last line): ``run`` from a copy of the store on moto's S3 API server,
+started as its own process, in this process (``--workers`` 0 by default: a forked worker's
+reads are not counted), counting what the store's reads fetch: whole files (``read_bytes``) and
+byte ranges, their requests and MiB, and KiB per pair; the index's reads included. Counts, not
+times: they hold on a busy machine (``pairs_per_s`` does not, and moto serves each request from
+Python, so it weighs requests far above bytes).
 
 ``summary``: each file holds the last lines of many ``run`` calls (one JSON object a line,
 e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop; a line may carry a
@@ -258,14 +266,26 @@ def numbered(args: argparse.Namespace) -> None:
             print(out.stdout.strip().splitlines()[-1], flush=True)
 
 
-def s3(args: argparse.Namespace) -> None:
-    """The store local and on moto's S3 (module docstring)."""
-    import logging
-    import threading
+def _bucket(store: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    """A new bucket at the S3 API ``endpoint`` holding a copy of ``store``: its URL and options."""
     import uuid
 
     import boto3
     import fsspec
+
+    options = {"endpoint_url": endpoint, "key": "bench", "secret": "bench"}
+    bucket = f"prior-bench-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
+                 region_name="us-east-1").create_bucket(Bucket=bucket)
+    fsspec.filesystem("s3", **options).put(str(Path(store)) + "/", f"{bucket}/store/", recursive=True)
+    return f"s3://{bucket}/store", options
+
+
+def s3(args: argparse.Namespace) -> None:
+    """The store local and on moto's S3 (module docstring)."""
+    import logging
+    import threading
+
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -273,21 +293,87 @@ def s3(args: argparse.Namespace) -> None:
     threading.Thread(target=server.start, daemon=True).start()
     time.sleep(1.0)
     host, port = server.get_host_and_port()
-    options = {"endpoint_url": f"http://{host}:{port}", "key": "bench", "secret": "bench"}
-    bucket = f"prior-bench-{uuid.uuid4().hex[:8]}"
-    boto3.client("s3", endpoint_url=options["endpoint_url"], aws_access_key_id="bench", aws_secret_access_key="bench",
-                 region_name="us-east-1").create_bucket(Bucket=bucket)
-    fsspec.filesystem("s3", **options).put(str(Path(args.store)) + "/", f"{bucket}/store/", recursive=True)
+    url, options = _bucket(args.store, f"http://{host}:{port}")
     try:
         local = run(args)
         print(json.dumps(local), flush=True)
-        remote = run(argparse.Namespace(**{**vars(args), "store": f"s3://{bucket}/store"}), options)
+        remote = run(argparse.Namespace(**{**vars(args), "store": url}), options)
         print(json.dumps(remote), flush=True)
     finally:
         server.stop()
     for name, r in (("local", local), ("s3 (moto)", remote)):
         print(f"{name}: first batch {r['first_batch_s']} s, {r['pairs_per_s']:,.0f} pairs/s, "
               f"{r['pairs_per_s'] / args.batch_size:,.1f} steps/s of batches of {args.batch_size}")
+
+
+def fetched(args: argparse.Namespace) -> dict[str, Any]:
+    """What a run fetches from the store on S3 (module docstring)."""
+    import socket
+    from collections import Counter
+
+    from prior.featurestore.fs import StoreFS
+
+    counts: Counter[str] = Counter()
+    real_bytes, real_range = StoreFS.read_bytes, StoreFS.read_range
+    real_ranges = getattr(StoreFS, "read_ranges", None)  # (a checkout before 2026-12-04 has none)
+
+    def read_bytes(fs: StoreFS, rel: str) -> bytes:
+        data = real_bytes(fs, rel)
+        counts["whole_files"] += 1
+        counts["whole_bytes"] += len(data)
+        return data
+
+    def read_range(fs: StoreFS, rel: str, offset: int, length: int) -> bytes:
+        data = real_range(fs, rel, offset, length)
+        counts["ranges"] += 1
+        counts["range_bytes"] += len(data)
+        return data
+
+    def read_ranges(fs: StoreFS, rel: str, spans: Any) -> list[bytes]:
+        assert real_ranges is not None
+        if len(spans) < 2:  # through read_range
+            return list(real_ranges(fs, rel, spans))
+        data = list(real_ranges(fs, rel, spans))
+        counts["ranges"] += len(data)
+        counts["range_bytes"] += sum(len(b) for b in data)
+        counts["range_calls"] += 1
+        return data
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        url, options = _bucket(args.store, endpoint)
+        counted = {"read_bytes": read_bytes, "read_range": read_range}
+        if real_ranges is not None:
+            counted["read_ranges"] = read_ranges
+        real = {name: getattr(StoreFS, name) for name in counted}
+        for name, fn in counted.items():
+            setattr(StoreFS, name, fn)
+        try:
+            result = run(argparse.Namespace(**{**vars(args), "store": url}), options)
+        finally:
+            for name, fn in real.items():
+                setattr(StoreFS, name, fn)
+    finally:
+        server.terminate()
+        server.wait()
+    requests = counts["whole_files"] + counts["ranges"]
+    mib = (counts["whole_bytes"] + counts["range_bytes"]) / 2**20
+    store_mib = sum(p.stat().st_size for p in Path(args.store).rglob("*") if p.is_file()) / 2**20
+    return {**result, "store": str(args.store), "store_mib": round(store_mib, 1), "fetched_mib": round(mib, 1),
+            "requests": requests, **{k: counts[k] for k in ("whole_files", "ranges", "range_calls")},
+            "whole_mib": round(counts["whole_bytes"] / 2**20, 1), "range_mib": round(counts["range_bytes"] / 2**20, 1),
+            "kib_per_pair": round(1024 * mib / max(result["pairs"], 1), 2)}
 
 
 def make(args: argparse.Namespace) -> None:
@@ -399,6 +485,10 @@ def main() -> None:
     m = sub.add_parser("s3")
     m.add_argument("--store", required=True)
     _run_options(m)
+    f = sub.add_parser("fetched")
+    f.add_argument("--store", required=True)
+    _run_options(f)
+    f.set_defaults(workers=0)
     k = sub.add_parser("make")
     k.add_argument("path")
     k.add_argument("--pairs", type=int, default=100_000)
@@ -427,6 +517,8 @@ def main() -> None:
     os.environ.setdefault("PRIOR_NO_PROGRESS", "1")
     if args.cmd == "run":
         print(json.dumps(run(args)))
+    elif args.cmd == "fetched":
+        print(json.dumps(fetched(args)))
     elif args.cmd == "words":
         print(json.dumps(words(args)))
     elif args.cmd == "index-memory":

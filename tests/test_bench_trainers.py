@@ -106,6 +106,16 @@ def test_bench_loader_s3(store: Path) -> None:
     assert "local: first batch" in out and "s3 (moto): first batch" in out
 
 
+def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3(store: Path) -> None:
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    out = json.loads(bench("bench/loader.py", "fetched", "--store", store, "--steps", "4").strip().splitlines()[-1])
+    assert out["workers"] == 0 and out["batches"] == 4 and out["store"] == str(store)
+    assert out["requests"] == out["whole_files"] + out["ranges"] and out["whole_files"] > 0
+    assert out["fetched_mib"] == pytest.approx(out["whole_mib"] + out["range_mib"], abs=0.11)
+    assert out["fetched_mib"] > 0 and out["kib_per_pair"] > 0 and out["store_mib"] > 0
+
+
 def test_bench_shuffle_quality() -> None:
     out = bench("bench/shuffle_quality.py", "--pairs", 3000, "--windows", 512, "--pieces", 32, "--epochs", 1)
     rows = [line for line in out.splitlines() if line.startswith("| ")]
