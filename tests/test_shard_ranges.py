@@ -311,3 +311,41 @@ def test_ranges_an_array_of_another_layout_is_decoded_whole(store, monkeypatch: 
     again = read_items(store.fs, segment, columns, ["trigram"], rows)
     assert again["trigram"].values.tolist() == first["trigram"].values.tolist()
     assert again["trigram"].rows.tolist() == first["trigram"].rows.tolist()
+
+
+class Kept:
+    """A `KeptPieces` without a bound."""
+
+    def __init__(self) -> None:
+        self.items: dict[object, bytes] = {}
+
+    def peek(self, key: object) -> bytes | None:
+        return self.items.get(key)
+
+    def put(self, key: object, value: bytes, size: int | None = None) -> bytes:
+        self.items[key] = value
+        return value
+
+
+def test_ranges_pieces_fetched_once_are_taken_from_where_they_are_kept(tmp_path: Path) -> None:
+    """A shard that names where its pieces are kept fetches only the pieces not held there."""
+    flat = np.arange(10_000, dtype=np.float32)
+    files = _files(tmp_path, flat, piece=1_000)
+    kept = Kept()
+    shard = CountedRanges(files["x/c/0"])
+    shard.kept, shard.tag = kept, "x"  # type: ignore[attr-defined]
+    read = {**files, "x/c/0": shard}
+
+    def values(starts: list[int], sizes: list[int]) -> list[float]:
+        got = read_flat_ranges(read, "x", np.array(starts), np.array(sizes))
+        assert got is not None
+        return got.tolist()
+
+    assert values([1_500, 7_000], [1_000, 10]) == [*flat[1_500:2_500], *flat[7_000:7_010]]
+    assert sorted(k for _, k in kept.items) == [1, 2, 7]  # type: ignore[misc]
+    fetched = len(shard.reads) + sum(len(t) for t in shard.together)
+    assert values([1_200, 7_005], [100, 2]) == [*flat[1_200:1_300], *flat[7_005:7_007]]
+    assert len(shard.reads) + sum(len(t) for t in shard.together) == fetched + 1  # the index alone
+    assert values([2_900, 3_000], [100, 50]) == [*flat[2_900:3_050]]  # piece 2 held, piece 3 fetched
+    assert sorted(k for _, k in kept.items) == [1, 2, 3, 7]  # type: ignore[misc]
+    assert shard.reads[-1] == (int(_shard_index(files["x/c/0"], 10)[3, 0]), int(_shard_index(files["x/c/0"], 10)[3, 1]))

@@ -85,9 +85,9 @@ def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store
     fetched: list[str] = []
     real = reader.array_sources
 
-    def fetch(fs: Any, segment: Any, names: Any) -> Any:
+    def fetch(fs: Any, segment: Any, names: Any, *rest: Any) -> Any:
         fetched.append(segment.id)
-        return real(fs, segment, names)
+        return real(fs, segment, names, *rest)
 
     monkeypatch.setattr(reader, "array_sources", fetch)
     remote = open_store(StoreRef(f"s3://{bucket}/store", options), create=False)
@@ -108,13 +108,16 @@ def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store
 def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
         s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """A compacted segment's shards on an object store (large: `RANGED_REMOTE_BYTES` set to 0
-    here) are never fetched whole: each checked once a chunk at a time, then each window's
-    pieces read as one request per shard, their index fetched once; the same batches as the
-    local store's."""
+    here; pieces of 64 values, so that a shard holds many) are never fetched whole: each checked
+    once a chunk at a time, then each window's pieces read as one request per shard, their index
+    fetched once, the compressed pieces kept in the reader's cache (a window read again fetches
+    nothing; with a cache too small to keep them, it fetches them again); the same batches as
+    the local store's."""
     import fsspec
     import numpy as np
 
     import prior.featurestore.segment_files as segment_files
+    import prior.featurestore.tensors as tensors
     import prior.trainers.reader as reader
     from prior.featurestore import StoreRef, checked, open_store
     from prior.featurestore.compact import compact_store
@@ -123,7 +126,10 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
     from tests.trainers_fixtures import tiny_tokenizer
 
     local = many_pairs_store(tmp_path / "local", pairs=320, partition=20, splits=("train",))
+    assert tensors.write_flat.__kwdefaults__ is not None
+    monkeypatch.setitem(tensors.write_flat.__kwdefaults__, "piece", 64)
     compact_store(local)
+    monkeypatch.undo()
     local.refresh()
     bucket = s3.bucket()
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
@@ -150,10 +156,15 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
     monkeypatch.setattr(StoreFS, "read_bytes", read_bytes)
     monkeypatch.setattr(StoreFS, "read_ranges", read_ranges)
     remote = open_store(StoreRef(f"s3://{bucket}/store", options), create=False)
-    readers = [reader.SplitReader(index_split(store, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)
-               for store in (remote, local)]
+    index = index_split(remote, "many", "train", feature="dep")
+    readers = [reader.SplitReader(index, tiny_tokenizer(), 64, piece=8),
+               reader.SplitReader(index_split(local, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)]
     (dep,) = [s for s in remote.segments("feature") if s.target["name"] == "dep"]
     shards = [f"{dep.folder}/arrays/{n}/c/0" for n in ("trigram", "subgraph")]
+
+    def shard_reads(since: int) -> list[str]:
+        return sorted(rel for rel, _ in together[since:] if rel in shards)
+
     for k in range(4):  # windows of 80 pairs, 10 pieces of 8 each, none read before
         part = np.random.default_rng(k).permutation(np.arange(80 * k, 80 * (k + 1)))
         before = len(together)
@@ -161,9 +172,19 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
         assert got.source is not None and want.source is not None
         assert np.array_equal(got.source.batch(got.encoded.seg, got.encoded.wid, got.rows),
                               want.source.batch(want.encoded.seg, want.encoded.wid, want.rows))
-        # a request for each shard's pieces (and, on the first read, one for its index)
-        reads = [rel for rel, _ in together[before:] if rel in shards]
-        assert sorted(reads) == sorted(shards * (2 if k == 0 else 1))
+        # one request for each shard's pieces (and, on the first read, one for its index)
+        assert shard_reads(before) == sorted(shards * (2 if k == 0 else 1))
     assert whole and not set(whole) & set(shards)  # (a sentence entry's segment is read whole and kept)
     assert sorted(t for t in tails if t in shards) == sorted(shards)  # each index fetched once
+    # 0.002 MB: 262 bytes for what is fetched, which keeps neither a piece nor the shard's index
+    for cache_mb, again in ((reader.DEFAULT_CACHE_MB, 0), (0.002, 2)):
+        fresh = reader.SplitReader(index, tiny_tokenizer(), 64, piece=8, cache_mb=cache_mb)
+        first = fresh.read(np.arange(80))
+        fresh.pieces.clear()  # the decoded pieces dropped: the compressed ones are what remains
+        before = len(together)
+        second = fresh.read(np.arange(80))
+        assert shard_reads(before) == sorted(shards * again)
+        assert first.source is not None and second.source is not None
+        assert np.array_equal(first.source.batch(first.encoded.seg, first.encoded.wid, first.rows),
+                              second.source.batch(second.encoded.seg, second.encoded.wid, second.rows))
     checked.forget()

@@ -24,10 +24,14 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
 from prior.featurestore.fs import StoreFS
+
+if TYPE_CHECKING:
+    from prior.featurestore.tensors import KeptPieces
 
 # files of one segment an object store's read fetches at once (`read_checked_files`)
 FETCH_THREADS = 8
@@ -152,7 +156,14 @@ class CheckedRanges:
     fs: StoreFS
     segment: Segment
     inner: str
+    #: where the pieces read from it are kept (`prior.featurestore.tensors.KeptPieces`), if anywhere
+    kept: KeptPieces | None = field(default=None, compare=False, repr=False)
     _tail: dict[tuple[int, int], bytes] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tag(self) -> tuple[str, str, str]:
+        """What its pieces are kept under: the store, the segment, the file."""
+        return (self.fs.url, self.segment.id, self.inner)
 
     @property
     def size(self) -> int:

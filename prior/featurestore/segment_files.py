@@ -30,7 +30,7 @@ from prior.featurestore.fs import StoreFS
 from prior.featurestore.key_numbers import KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.read_ahead import read_ahead
-from prior.featurestore.tensors import numpy_column, read_flat, read_flat_files, read_flat_ranges
+from prior.featurestore.tensors import KeptPieces, numpy_column, read_flat, read_flat_files, read_flat_ranges
 from prior.layouts.ragged import Ragged, item_starts
 
 
@@ -307,7 +307,8 @@ def _array_inners(segment: Segment, names: Sequence[str]) -> list[str]:
 RANGED_REMOTE_BYTES = 4 << 20
 
 
-def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, bytes | CheckedRanges]:
+def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str],
+                  kept: KeptPieces | None = None) -> dict[str, bytes | CheckedRanges]:
     """`array_files`, except for the shards that are read by byte ranges (`CheckedRanges`: the
     shard's index, then only the pieces a read needs) instead of whole:
 
@@ -317,7 +318,9 @@ def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[s
       being kept (`check_streamed`). A compacted segment's shard holds tens of megabytes, and
       every piece of a split that a reader takes from it would fetch them all again once a
       reader's cache no longer holds it; a smaller shard is fetched whole (one round trip, and
-      a trainer keeps it: `prior.trainers.reader`)."""
+      a trainer keeps it: `prior.trainers.reader`).
+
+    ``kept``: where the shards read by ranges keep the pieces they fetch (a reader's cache)."""
     inners = _array_inners(segment, names)
     shards = [inner for inner in inners if inner.endswith("/c/0") and inner in segment.files]
     if fs.local:
@@ -327,7 +330,7 @@ def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[s
         check_streamed(fs, segment, sorted(ranged))
     files: dict[str, bytes | CheckedRanges] = dict(
         read_checked_files(fs, segment, [inner for inner in inners if inner not in ranged]))
-    files.update({inner: CheckedRanges(fs, segment, inner) for inner in ranged})
+    files.update({inner: CheckedRanges(fs, segment, inner, kept) for inner in ranged})
     return {inner[len("arrays/"):]: files[inner] for inner in inners}
 
 

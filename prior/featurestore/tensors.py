@@ -11,7 +11,7 @@ matrix.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -153,6 +153,16 @@ class ByteRanges(Protocol):
     def read(self, offset: int, length: int) -> bytes: ...
 
 
+class KeptPieces(Protocol):
+    """Where a shard read by ranges keeps the compressed pieces it fetched, by (its ``tag``,
+    piece number): a reader's bounded cache (`prior.trainers.caches.LruCache`), which a later
+    read of the same pieces takes them from instead of fetching them again."""
+
+    def peek(self, key: Hashable) -> object | None: ...
+
+    def put(self, key: Hashable, value: bytes, size: int | None = None) -> object: ...
+
+
 #: compressed bytes of a shard's pieces one read asks for together (`_pieces`)
 RANGES_AT_ONCE = 16 << 20
 #: bytes between two ranges of a shard up to which they are fetched as one (`_fetch`): over a
@@ -196,7 +206,9 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
     """(position, values) of the pieces ``wanted`` (ascending) of a sharded array: its index
     read from the end, then each run of wanted pieces stored one after the other read as one
     range (of a shard on disk, only what the pieces take), the runs of about `RANGES_AT_ONCE`
-    bytes asked for together (`_fetch`)."""
+    bytes asked for together (`_fetch`). A shard read by ranges that names a `KeptPieces`
+    (``kept``, under its ``tag``) takes the compressed pieces held there, and keeps there the
+    ones it fetched."""
     n = layout.pieces
     total, read = _reader(data)
     size = n * 16 + 4  # (offset, nbytes) as little-endian uint64 per piece, then a crc32c
@@ -204,42 +216,55 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
         raise StoreError(f"its shard has {total} bytes, fewer than its index of {n} pieces")
     index = np.frombuffer(read(total - size, size), dtype="<u8", count=2 * n).reshape(n, 2)  # from the end
     nbytes = layout.piece * layout.dtype.itemsize
-    # (k, end, offset, length): wanted[k:end] stored one after the other from ``offset`` (of
-    # ``length`` bytes), or a piece never written (offset -1)
+    kept: KeptPieces | None = None if isinstance(data, (bytes, bytearray, memoryview)) else getattr(data, "kept", None)
+    tag = getattr(data, "tag", None)
+    held: dict[int, bytes] = {}
+    if kept is not None:
+        for i in wanted:
+            got = kept.peek((tag, i))
+            if isinstance(got, bytes):
+                held[i] = got
+    unwritten = {int(i) for i in wanted if int(index[i, 0]) == _NO_PIECE and int(index[i, 1]) == _NO_PIECE}
+    todo = [i for i in wanted if i not in held and i not in unwritten]
+    # (k, end, offset, length): todo[k:end] stored one after the other from ``offset`` (of ``length`` bytes)
     runs: list[tuple[int, int, int, int]] = []
     k = 0
-    while k < len(wanted):
-        offset, length = (int(v) for v in index[wanted[k]])
-        if offset == _NO_PIECE and length == _NO_PIECE:
-            runs.append((k, k + 1, -1, 0))
-            k += 1
-            continue
+    while k < len(todo):
         end = k + 1
-        while end < len(wanted) and int(index[wanted[end], 0]) == int(index[wanted[end - 1]].sum()):
+        while end < len(todo) and int(index[todo[end], 0]) == int(index[todo[end - 1]].sum()):
             end += 1
-        stop = int(index[wanted[end - 1]].sum())
+        offset, stop = int(index[todo[k], 0]), int(index[todo[end - 1]].sum())
         if stop > total - size:
-            raise StoreError(f"piece {wanted[end - 1]} lies outside its shard")
+            raise StoreError(f"piece {todo[end - 1]} lies outside its shard")
         runs.append((k, end, offset, stop - offset))
         k = end
-    first = 0
-    while first < len(runs):
-        last, held = first, 0
-        while last < len(runs) and (last == first or held + runs[last][3] <= RANGES_AT_ONCE):
-            held += runs[last][3]
-            last += 1
-        group = runs[first:last]
-        fetched = iter(_fetch(data, [(offset, length) for _, _, offset, length in group if offset >= 0]))
-        for k, end, offset, _ in group:
-            if offset < 0:
-                yield wanted[k] * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
-                continue
-            run = memoryview(next(fetched))
-            for j in wanted[k:end]:
-                lo, hi = int(index[j, 0]) - offset, int(index[j].sum()) - offset
-                raw = pa.decompress(pa.py_buffer(run[lo:hi]), decompressed_size=nbytes, codec="zstd", asbytes=True)
-                yield j * layout.piece, np.frombuffer(raw, dtype=layout.dtype)
-        first = last
+    groups: list[list[tuple[int, int, int, int]]] = []
+    for run in runs:  # runs of about RANGES_AT_ONCE bytes, asked for together
+        if groups and sum(r[3] for r in groups[-1]) + run[3] <= RANGES_AT_ONCE:
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    fetched: dict[int, bytes | memoryview] = {}
+    next_group = iter(groups)
+    for i in wanted:
+        if i in unwritten:
+            yield i * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
+            continue
+        raw: bytes | memoryview | None = held.pop(i, None)
+        if raw is None:
+            while i not in fetched:  # the pieces are wanted in order: the next group holds it
+                group = next(next_group)
+                for (k, end, offset, _), got in zip(group, _fetch(data, [(o, n) for _, _, o, n in group])):
+                    run_bytes = memoryview(got)
+                    for j in todo[k:end]:
+                        part: bytes | memoryview = run_bytes[int(index[j, 0]) - offset:int(index[j].sum()) - offset]
+                        if kept is not None:
+                            part = bytes(part)
+                            kept.put((tag, j), part)
+                        fetched[j] = part
+            raw = fetched.pop(i)
+        values = pa.decompress(pa.py_buffer(raw), decompressed_size=nbytes, codec="zstd", asbytes=True)
+        yield i * layout.piece, np.frombuffer(values, dtype=layout.dtype)
 
 
 def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

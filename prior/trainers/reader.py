@@ -164,9 +164,11 @@ class SplitReader:
         self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(eighth, lambda t: sum(a.nbytes for a in t.values()))
         # on an object store, a pair entry's segment files as fetched: every piece the segment
         # holds reads them, and each is a round trip there (a local disk's page cache keeps
-        # them); a large shard as read by ranges (`array_sources`: only its index is kept)
-        self.files: LruCache[dict[str, bytes | CheckedRanges]] | None = (
-            LruCache(eighth, _files_bytes) if remote else None)
+        # them); a large shard as read by ranges (`array_sources`: its index kept), and the
+        # compressed pieces fetched from it (a piece of the split takes part of one, and the
+        # others are read by other windows)
+        self.files: LruCache[dict[str, bytes | CheckedRanges] | bytes] | None = (
+            LruCache(eighth, _fetched_bytes) if remote else None)
         shares = 2 * sentence_share + eighth + (eighth if remote else 0)
         self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - shares, _ragged_bytes)
 
@@ -295,7 +297,8 @@ class SplitReader:
             columns = self.indexes.get((segment.id, info.components),
                                        partial(self._read_index, segment, info.components))
             files = None if self.files is None else self.files.get(
-                (segment.id, info.components), partial(array_sources, self.fs, segment, info.components))
+                (segment.id, info.components), partial(array_sources, self.fs, segment, info.components, self.files))
+            assert files is None or isinstance(files, dict)
             parts.append(read_items(self.fs, segment, columns, info.components, items[mine], files))
             which[mine], where[mine] = k, np.arange(len(mine))
         return {c: gather([part[c] for part in parts], which, where) for c in info.components}
@@ -444,10 +447,12 @@ class SegmentWords:
         return int(self.numbers.nbytes + self.starts.nbytes)
 
 
-def _files_bytes(files: dict[str, bytes | CheckedRanges]) -> int:
-    """The bytes a segment's fetched files hold (a shard read by ranges: none but its index,
-    about 16 bytes per 32,768 values, not counted)."""
-    return sum(len(b) for b in files.values() if isinstance(b, bytes))
+def _fetched_bytes(fetched: dict[str, bytes | CheckedRanges] | bytes) -> int:
+    """The bytes of a segment's fetched files (a shard read by ranges: none but its index,
+    about 16 bytes per 32,768 values, not counted), or of a compressed piece of a shard."""
+    if isinstance(fetched, bytes):
+        return len(fetched)
+    return sum(len(b) for b in fetched.values() if isinstance(b, bytes))
 
 
 def _runs(values: np.ndarray) -> list[tuple[int, int, int]]:
