@@ -327,25 +327,39 @@ class Kept:
         return value
 
 
-def test_ranges_pieces_fetched_once_are_taken_from_where_they_are_kept(tmp_path: Path) -> None:
-    """A shard that names where its pieces are kept fetches only the pieces not held there."""
+def test_ranges_pieces_fetched_once_are_taken_from_where_they_are_kept(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard that names where its pieces are kept fetches only the pieces not held there, and
+    keeps the pieces stored in a gap it fetches with them; with no gap joined, only its own."""
+    import prior.featurestore.tensors as tensors
+
     flat = np.arange(10_000, dtype=np.float32)
     files = _files(tmp_path, flat, piece=1_000)
-    kept = Kept()
-    shard = CountedRanges(files["x/c/0"])
-    shard.kept, shard.tag = kept, "x"  # type: ignore[attr-defined]
-    read = {**files, "x/c/0": shard}
+    index = _shard_index(files["x/c/0"], 10)
 
-    def values(starts: list[int], sizes: list[int]) -> list[float]:
-        got = read_flat_ranges(read, "x", np.array(starts), np.array(sizes))
+    def reader() -> tuple[CountedRanges, Kept, dict[str, object]]:
+        kept, shard = Kept(), CountedRanges(files["x/c/0"])
+        shard.kept, shard.tag = kept, "x"  # type: ignore[attr-defined]
+        return shard, kept, {**files, "x/c/0": shard}
+
+    def values(read: dict[str, object], starts: list[int], sizes: list[int]) -> list[float]:
+        got = read_flat_ranges(read, "x", np.array(starts), np.array(sizes))  # type: ignore[arg-type]
         assert got is not None
         return got.tolist()
 
-    assert values([1_500, 7_000], [1_000, 10]) == [*flat[1_500:2_500], *flat[7_000:7_010]]
+    def fetches(shard: CountedRanges) -> int:
+        return len(shard.reads) + sum(len(t) for t in shard.together)
+
+    shard, kept, read = reader()
+    assert values(read, [1_500, 7_000], [1_000, 10]) == [*flat[1_500:2_500], *flat[7_000:7_010]]
+    assert sorted(k for _, k in kept.items) == [1, 2, 3, 4, 5, 6, 7]  # type: ignore[misc]
+    assert fetches(shard) == 2  # the index; pieces 1-7 as one range
+    assert values(read, [1_200, 7_005, 2_900], [100, 2, 200]) == [*flat[1_200:1_300], *flat[7_005:7_007],
+                                                                  *flat[2_900:3_100]]
+    assert fetches(shard) == 3  # the index alone
+    assert values(read, [9_000], [5]) == [*flat[9_000:9_005]]  # piece 9: fetched
+    assert shard.reads[-1] == (int(index[9, 0]), int(index[9, 1])) and fetches(shard) == 5
+    monkeypatch.setattr(tensors, "RANGE_GAP", 0)
+    shard, kept, read = reader()
+    assert values(read, [1_500, 7_000], [1_000, 10]) == [*flat[1_500:2_500], *flat[7_000:7_010]]
     assert sorted(k for _, k in kept.items) == [1, 2, 7]  # type: ignore[misc]
-    fetched = len(shard.reads) + sum(len(t) for t in shard.together)
-    assert values([1_200, 7_005], [100, 2]) == [*flat[1_200:1_300], *flat[7_005:7_007]]
-    assert len(shard.reads) + sum(len(t) for t in shard.together) == fetched + 1  # the index alone
-    assert values([2_900, 3_000], [100, 50]) == [*flat[2_900:3_050]]  # piece 2 held, piece 3 fetched
-    assert sorted(k for _, k in kept.items) == [1, 2, 3, 7]  # type: ignore[misc]
-    assert shard.reads[-1] == (int(_shard_index(files["x/c/0"], 10)[3, 0]), int(_shard_index(files["x/c/0"], 10)[3, 1]))

@@ -226,6 +226,9 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
                 held[i] = got
     unwritten = {int(i) for i in wanted if int(index[i, 0]) == _NO_PIECE and int(index[i, 1]) == _NO_PIECE}
     todo = [i for i in wanted if i not in held and i not in unwritten]
+    if kept is not None:  # the pieces stored in a gap that is fetched anyway (`_fetch`) are kept too
+        todo = _with_gaps(index, todo)
+    wanted_set = set(wanted)
     # (k, end, offset, length): todo[k:end] stored one after the other from ``offset`` (of ``length`` bytes)
     runs: list[tuple[int, int, int, int]] = []
     k = 0
@@ -261,10 +264,27 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
                         if kept is not None:
                             part = bytes(part)
                             kept.put((tag, j), part)
-                        fetched[j] = part
+                        if j in wanted_set:
+                            fetched[j] = part
             raw = fetched.pop(i)
         values = pa.decompress(pa.py_buffer(raw), decompressed_size=nbytes, codec="zstd", asbytes=True)
         yield i * layout.piece, np.frombuffer(values, dtype=layout.dtype)
+
+
+def _with_gaps(index: np.ndarray, todo: list[int]) -> list[int]:
+    """``todo`` (ascending pieces of a shard's ``index``) with the pieces between two of them
+    added where those are stored one after the other between them, in at most `RANGE_GAP`
+    bytes: what `_fetch` would fetch with them anyway."""
+    out = todo[:1]
+    for i in todo[1:]:
+        prev = out[-1]
+        if i - prev > 1:
+            ends = index[prev:i].sum(axis=1)  # where pieces prev..i-1 end
+            gap = int(index[i, 0]) - int(ends[0])
+            if 0 <= gap <= RANGE_GAP and bool((index[prev + 1:i + 1, 0] == ends).all()):
+                out.extend(range(prev + 1, i))
+        out.append(i)
+    return out
 
 
 def _runs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
