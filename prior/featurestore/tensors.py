@@ -229,26 +229,8 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
     if kept is not None:  # the pieces stored in a gap that is fetched anyway (`_fetch`) are kept too
         todo = _with_gaps(index, todo)
     wanted_set = set(wanted)
-    # (k, end, offset, length): todo[k:end] stored one after the other from ``offset`` (of ``length`` bytes)
-    runs: list[tuple[int, int, int, int]] = []
-    k = 0
-    while k < len(todo):
-        end = k + 1
-        while end < len(todo) and int(index[todo[end], 0]) == int(index[todo[end - 1]].sum()):
-            end += 1
-        offset, stop = int(index[todo[k], 0]), int(index[todo[end - 1]].sum())
-        if stop > total - size:
-            raise StoreError(f"piece {todo[end - 1]} lies outside its shard")
-        runs.append((k, end, offset, stop - offset))
-        k = end
-    groups: list[list[tuple[int, int, int, int]]] = []
-    for run in runs:  # runs of about RANGES_AT_ONCE bytes, asked for together
-        if groups and sum(r[3] for r in groups[-1]) + run[3] <= RANGES_AT_ONCE:
-            groups[-1].append(run)
-        else:
-            groups.append([run])
     fetched: dict[int, bytes | memoryview] = {}
-    next_group = iter(groups)
+    next_group = iter(_groups(_stored_runs(index, todo, total - size)))
     for i in wanted:
         if i in unwritten:
             yield i * layout.piece, np.full(layout.piece, layout.fill, dtype=layout.dtype)
@@ -269,6 +251,34 @@ def _pieces(layout: FlatLayout, data: bytes | ByteRanges, wanted: Sequence[int])
             raw = fetched.pop(i)
         values = pa.decompress(pa.py_buffer(raw), decompressed_size=nbytes, codec="zstd", asbytes=True)
         yield i * layout.piece, np.frombuffer(values, dtype=layout.dtype)
+
+
+def _stored_runs(index: np.ndarray, todo: list[int], end_of_pieces: int) -> list[tuple[int, int, int, int]]:
+    """(k, end, offset, length) for each run ``todo[k:end]`` of pieces (ascending) stored one
+    after the other, from byte ``offset`` for ``length`` bytes."""
+    runs: list[tuple[int, int, int, int]] = []
+    k = 0
+    while k < len(todo):
+        end = k + 1
+        while end < len(todo) and int(index[todo[end], 0]) == int(index[todo[end - 1]].sum()):
+            end += 1
+        offset, stop = int(index[todo[k], 0]), int(index[todo[end - 1]].sum())
+        if stop > end_of_pieces:
+            raise StoreError(f"piece {todo[end - 1]} lies outside its shard")
+        runs.append((k, end, offset, stop - offset))
+        k = end
+    return runs
+
+
+def _groups(runs: list[tuple[int, int, int, int]]) -> list[list[tuple[int, int, int, int]]]:
+    """``runs`` (`_stored_runs`) in groups of about `RANGES_AT_ONCE` bytes, asked for together."""
+    groups: list[list[tuple[int, int, int, int]]] = []
+    for run in runs:
+        if groups and sum(r[3] for r in groups[-1]) + run[3] <= RANGES_AT_ONCE:
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
 
 
 def _with_gaps(index: np.ndarray, todo: list[int]) -> list[int]:
