@@ -188,3 +188,49 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
         assert np.array_equal(first.source.batch(first.encoded.seg, first.encoded.wid, first.rows),
                               second.source.batch(second.encoded.seg, second.encoded.wid, second.rows))
     checked.forget()
+
+
+def test_s3_training_from_a_compacted_store_read_by_ranges_equals_the_local_run(
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A compacted store on S3 whose every shard is read by ranges (`RANGED_REMOTE_BYTES` 0)
+    trains `dafa` to the very weights of a run on the local copy (one thread, 2 loader workers:
+    the ranges, the kept pieces and the streamed checks give the same batches)."""
+    import fsspec
+    from safetensors.torch import load_file
+
+    import prior.featurestore.segment_files as segment_files
+    import prior.featurestore.tensors as tensors
+    from prior.featurestore import checked
+    from prior.featurestore.compact import compact_store
+    from prior.featurestore.fs import StoreFS
+
+    local = many_pairs_store(tmp_path / "local", pairs=320, partition=20, splits=("train",))
+    assert tensors.write_flat.__kwdefaults__ is not None
+    monkeypatch.setitem(tensors.write_flat.__kwdefaults__, "piece", 64)  # shards of many pieces
+    compact_store(local)
+    monkeypatch.undo()
+    bucket = s3.bucket()
+    fsspec.filesystem("s3", **{"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}).put(
+        local.location + "/", f"{bucket}/store/", recursive=True)
+    monkeypatch.setattr(segment_files, "RANGED_REMOTE_BYTES", 0)
+    checked.forget()
+    ranges: list[str] = []
+    real_ranges = StoreFS.read_ranges
+
+    def read_ranges(fs: StoreFS, rel: str, spans: Any) -> list[bytes]:
+        if not fs.local:
+            ranges.append(rel)
+        return real_ranges(fs, rel, spans)
+
+    monkeypatch.setattr(StoreFS, "read_ranges", read_ranges)  # (the loader's workers are forked: counted here
+    backbone = tiny_backbone(tmp_path / "backbone")  # only for what this process reads: the dev split's)
+    runs = {}
+    for name, store, options in (("local", local.location, ()), ("s3", f"s3://{bucket}/store", s3.cli_options())):
+        cli("train", "dafa", "--backbone", backbone, "--dataset", "many", "--store", store, *options,
+            "--output", tmp_path / name, "--batch-size", 16, "--epochs", 1, "--shuffle-window", 64,
+            "--threads", 1, "--workers", 2, "--no-progress", "--seed", 3)
+        runs[name] = load_file(str(tmp_path / name / "last" / "model.safetensors"))
+    assert any("/arrays/" in rel and rel.endswith("/c/0") for rel in ranges)
+    assert runs["local"].keys() == runs["s3"].keys()
+    assert all(bool((runs["local"][k] == runs["s3"][k]).all()) for k in runs["local"])
+    checked.forget()
