@@ -161,6 +161,20 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
                reader.SplitReader(index_split(local, "many", "train", feature="dep"), tiny_tokenizer(), 64, piece=8)]
     (dep,) = [s for s in remote.segments("feature") if s.target["name"] == "dep"]
     shards = [f"{dep.folder}/arrays/{n}/c/0" for n in ("trigram", "subgraph")]
+    # the large shards checked up front (before loader workers fork), once
+    streamed: list[str] = []
+    real_check = checked._check_streamed
+
+    def check(fs: StoreFS, segment: Any, inner: str) -> None:
+        streamed.append(inner)
+        real_check(fs, segment, inner)
+
+    monkeypatch.setattr(checked, "_check_streamed", check)
+    assert readers[0].check_shards() > 2 and readers[1].check_shards() == 0
+    assert all(checked.is_verified(remote.fs, dep, f"arrays/{n}/c/0") for n in ("trigram", "subgraph"))
+    assert len(streamed) > 2
+    checks = len(streamed)
+    assert readers[0].check_shards() > 2 and len(streamed) == checks  # nothing fetched again
 
     def shard_reads(since: int) -> list[str]:
         return sorted(rel for rel, _ in together[since:] if rel in shards)

@@ -322,16 +322,26 @@ def array_sources(fs: StoreFS, segment: Segment, names: Sequence[str],
 
     ``kept``: where the shards read by ranges keep the pieces they fetch (a reader's cache)."""
     inners = _array_inners(segment, names)
-    shards = [inner for inner in inners if inner.endswith("/c/0") and inner in segment.files]
     if fs.local:
-        ranged = {inner for inner in shards if is_verified(fs, segment, inner)}
+        ranged = {inner for inner in inners if inner.endswith("/c/0") and is_verified(fs, segment, inner)}
     else:
-        ranged = {inner for inner in shards if int(segment.files[inner]["size"]) >= RANGED_REMOTE_BYTES}
-        check_streamed(fs, segment, sorted(ranged))
+        ranged = set(check_large_shards(fs, segment, names))
     files: dict[str, bytes | CheckedRanges] = dict(
         read_checked_files(fs, segment, [inner for inner in inners if inner not in ranged]))
     files.update({inner: CheckedRanges(fs, segment, inner, kept) for inner in ranged})
     return {inner[len("arrays/"):]: files[inner] for inner in inners}
+
+
+def check_large_shards(fs: StoreFS, segment: Segment, names: Sequence[str]) -> list[str]:
+    """On an object store, the shards of arrays ``names`` of at least `RANGED_REMOTE_BYTES`,
+    checked (`check_streamed`: a shard this process checked before is not fetched again);
+    on a local disk, none."""
+    if fs.local:
+        return []
+    large = [inner for inner in _array_inners(segment, names) if inner.endswith("/c/0") and inner in segment.files
+             and int(segment.files[inner]["size"]) >= RANGED_REMOTE_BYTES]
+    check_streamed(fs, segment, large)
+    return large
 
 
 def read_arrays(fs: StoreFS, segment: Segment, names: Sequence[str]) -> dict[str, np.ndarray]:

@@ -224,6 +224,7 @@ def run_batches(stream: TrainStream, settings: LoaderSettings, *, pin_memory: bo
         return iter(stream)
     # the tokenizer's own threads must not be live across the workers' fork (and say so once)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    stream.reader.check_shards()  # on an object store, once here rather than once per worker
     loader = DataLoader(stream, batch_size=None, num_workers=settings.workers, prefetch_factor=settings.prefetch,
                         worker_init_fn=_worker_init, pin_memory=pin_memory, collate_fn=_as_made)
     # the objects alive now move out of the collector's reach while the workers fork: a forked

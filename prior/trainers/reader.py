@@ -58,6 +58,7 @@ from prior.featurestore.checked import CheckedRanges
 from prior.featurestore.fs import StoreFS
 from prior.featurestore.segment_files import (
     array_sources,
+    check_large_shards,
     index_columns,
     indexed_items,
     read_arrays,
@@ -178,6 +179,20 @@ class SplitReader:
         if self._fs is None or self._pid != os.getpid():
             self._fs, self._pid = StoreFS(self.index.ref), os.getpid()
         return self._fs
+
+    def check_shards(self) -> int:
+        """On an object store, check the large shards of the split's feature entries now, in
+        this process (`check_large_shards`): loader workers forked afterwards inherit what it
+        checked, where each would otherwise fetch every one of them to check it before its
+        first batch. Returns how many it checked (0 on a local disk)."""
+        if self.files is None or self.index.plan is None:
+            return 0
+        checked = 0
+        for info in self.index.plan.entries:
+            locs = self.index.pair_locs if info.scope == "pair" else self.index.sentence_locs
+            for segment in locs[info.key].segments:
+                checked += len(check_large_shards(self.fs, segment, info.components))
+        return checked
 
     # ------------------------------------------------------------------ pairs
     def read(self, positions: np.ndarray | Sequence[int], *, keep: bool = True) -> PairData:
