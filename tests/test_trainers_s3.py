@@ -6,6 +6,7 @@ credentials given again."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -237,7 +238,17 @@ def test_s3_training_from_a_compacted_store_read_by_ranges_equals_the_local_run(
         return real_ranges(fs, rel, spans)
 
     monkeypatch.setattr(StoreFS, "read_ranges", read_ranges)  # (the loader's workers are forked: counted here
-    backbone = tiny_backbone(tmp_path / "backbone")  # only for what this process reads: the dev split's)
+    # only for what this process reads: the dev split's)
+    checks = tmp_path / "checks.txt"  # the processes that check a shard (forked workers included)
+    real_check = checked._check_streamed
+
+    def check(fs: StoreFS, segment: Any, inner: str) -> None:
+        with open(checks, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        real_check(fs, segment, inner)
+
+    monkeypatch.setattr(checked, "_check_streamed", check)
+    backbone = tiny_backbone(tmp_path / "backbone")
     runs = {}
     for name, store, options in (("local", local.location, ()), ("s3", f"s3://{bucket}/store", s3.cli_options())):
         cli("train", "dafa", "--backbone", backbone, "--dataset", "many", "--store", store, *options,
@@ -245,6 +256,7 @@ def test_s3_training_from_a_compacted_store_read_by_ranges_equals_the_local_run(
             "--threads", 1, "--workers", 2, "--no-progress", "--seed", 3)
         runs[name] = load_file(str(tmp_path / name / "last" / "model.safetensors"))
     assert any("/arrays/" in rel and rel.endswith("/c/0") for rel in ranges)
+    assert set(checks.read_text().split()) == {str(os.getpid())}  # checked before the workers forked
     assert runs["local"].keys() == runs["s3"].keys()
     assert all(bool((runs["local"][k] == runs["s3"][k]).all()) for k in runs["local"])
     checked.forget()
