@@ -77,15 +77,19 @@ def train(cfg: TrainConfig, *, progress: Progress | None = None, on_event: Event
     run = start_run(cfg)
     saved: list[int] = []
     bars = nullcontext(progress) if progress is not None else stage_bars(cfg.run.progress and run.rt.main)
-    with bars as draw:
-        reporter = Reporter(run.out, main=run.rt.main, progress=draw, on_event=on_event, report_to=cfg.run.report_to)
-        try:
-            _loop(run, reporter, saved)
-        except KeyboardInterrupt:
-            raise TrainingInterrupted(run.out, run.state.step, saved[-1] if saved else _saved_step(run)) from None
-        finally:
-            reporter.close()
-    return _finish(run)
+    try:
+        with bars as draw:
+            reporter = Reporter(run.out, main=run.rt.main, progress=draw, on_event=on_event,
+                                report_to=cfg.run.report_to)
+            try:
+                _loop(run, reporter, saved)
+            except KeyboardInterrupt:
+                raise TrainingInterrupted(run.out, run.state.step, saved[-1] if saved else _saved_step(run)) from None
+            finally:
+                reporter.close()
+        return _finish(run)
+    finally:
+        run.rt.close()  # the process group, under torchrun
 
 
 def _saved_step(run: Run) -> int | None:

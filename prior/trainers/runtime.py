@@ -29,6 +29,7 @@ class Runtime:
     rank: int = 0
     world: int = 1
     precision: str = "auto"  # "auto": bf16 autocast on CUDA only; "bf16"; "fp32"
+    owns_group: bool = False  # `runtime` started the process group (`close` ends it)
 
     @property
     def main(self) -> bool:
@@ -39,6 +40,14 @@ class Runtime:
         if self.precision == "fp32" or (self.precision == "auto" and self.device.type != "cuda"):
             return None
         return torch.bfloat16
+
+    def close(self) -> None:
+        """End the process group `runtime` started, if any. A process that exits with gloo's
+        worker threads still holding work aborts (SIGABRT, "terminate called without an active
+        exception") while the interpreter shuts down, after its run succeeded."""
+        if self.owns_group and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        self.owns_group = False
 
     def autocast(self) -> Any:
         dtype = self.autocast_dtype
@@ -71,15 +80,16 @@ def pick_device(name: str | None = None) -> torch.device:
 
 def runtime(device: str | None = None, precision: str = "auto") -> Runtime:
     """The run's device (:func:`pick_device`) and, when started by torchrun (``WORLD_SIZE`` > 1),
-    its process group: NCCL on CUDA, gloo on CPU."""
+    its process group: NCCL on CUDA, gloo on CPU (`Runtime.close` ends it)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     dev = pick_device(device)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
-    if world > 1 and not torch.distributed.is_initialized():
+    owns = world > 1 and not torch.distributed.is_initialized()
+    if owns:
         torch.distributed.init_process_group("nccl" if dev.type == "cuda" else "gloo")
-    return Runtime(dev, rank, world, precision)
+    return Runtime(dev, rank, world, precision, owns_group=owns)
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
