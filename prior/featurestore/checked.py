@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 FETCH_THREADS = 8
 #: bytes of a file `check_streamed` holds at once
 CHECK_CHUNK = 8 << 20
+
+T = TypeVar("T")
 
 _VERIFIED: set[tuple[str, str, str, str]] = set()
 _LOCK = threading.Lock()
@@ -59,28 +62,11 @@ def damaged(segment: Segment, inner: str, problem: str) -> StoreError:
 def read_checked(fs: StoreFS, segment: Segment, inner: str) -> bytes:
     """The bytes of file ``inner`` of a committed ``segment``, checked against its record
     (size, then blake2b) unless this process checked them before."""
-    expected = segment.files.get(inner)
-    if expected is None:
-        raise damaged(segment, inner, "is not listed in the segment's catalog record")
-    rel = f"{segment.folder}/{inner}"
-    key = _key(fs, segment, inner)
-    verified = key in _VERIFIED
-    if not verified and not fs.inside(rel):
-        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
-    try:
+    rel, verified = _checkable(fs, segment, inner)
+    with _reading(segment, inner):
         data = fs.read_bytes(rel)
-    except FileNotFoundError:
-        raise damaged(segment, inner, "is missing") from None
-    except OSError as exc:  # a folder where the file belongs, a file where a folder does
-        raise damaged(segment, inner, f"cannot be read as a file ({type(exc).__name__})") from None
-    if verified:
-        return data
-    if len(data) != expected["size"]:
-        raise damaged(segment, inner, f"has {len(data)} bytes where the catalog records {expected['size']}")
-    if hashlib.blake2b(data, digest_size=16).hexdigest() != expected["blake2b"]:
-        raise damaged(segment, inner, "does not match its checksum (its content changed)")
-    with _LOCK:
-        _VERIFIED.add(key)
+    if not verified:
+        _accept(fs, segment, inner, len(data), hashlib.blake2b(data, digest_size=16).hexdigest())
     return data
 
 
@@ -88,14 +74,7 @@ def read_checked_files(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> 
     """`read_checked` of each of ``inners``, by name. On an object store the files are fetched
     at once by a few threads: each is a round trip (a Zarr array's ``zarr.json`` and chunks, a
     reader's every piece), so one after another they cost their latencies added up."""
-    if fs.local or len(inners) < 2:
-        return {inner: read_checked(fs, segment, inner) for inner in inners}
-    from concurrent.futures import ThreadPoolExecutor
-
-    # a pool per call: a loader worker forked while a shared pool's threads lived would inherit a
-    # pool without threads
-    with ThreadPoolExecutor(min(FETCH_THREADS, len(inners)), thread_name_prefix="prior-fetch") as pool:
-        return dict(zip(inners, pool.map(lambda inner: read_checked(fs, segment, inner), inners)))
+    return dict(zip(inners, _each(fs, inners, lambda inner: read_checked(fs, segment, inner))))
 
 
 def check_streamed(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> None:
@@ -105,43 +84,71 @@ def check_streamed(fs: StoreFS, segment: Segment, inners: Sequence[str]) -> None
     fetches them). A file this process checked before is not read again. Afterwards each is
     read by ranges (`CheckedRanges`): a shard of tens of megabytes fetched whole for every
     read of a few of its pieces would be fetched many times over."""
-    todo = [inner for inner in inners if not is_verified(fs, segment, inner)]
-    if fs.local or len(todo) < 2:
-        for inner in todo:
-            _check_streamed(fs, segment, inner)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(min(FETCH_THREADS, len(todo)), thread_name_prefix="prior-fetch") as pool:
-        list(pool.map(lambda inner: _check_streamed(fs, segment, inner), todo))
+    _each(fs, [inner for inner in inners if not is_verified(fs, segment, inner)],
+          lambda inner: _check_streamed(fs, segment, inner))
 
 
 def _check_streamed(fs: StoreFS, segment: Segment, inner: str) -> None:
-    expected = segment.files.get(inner)
-    if expected is None:
-        raise damaged(segment, inner, "is not listed in the segment's catalog record")
-    rel = f"{segment.folder}/{inner}"
-    if not fs.inside(rel):
-        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
-    size, digest, offset = int(expected["size"]), hashlib.blake2b(digest_size=16), 0
-    try:
+    rel, _ = _checkable(fs, segment, inner)
+    size, digest, offset = int(segment.files[inner]["size"]), hashlib.blake2b(digest_size=16), 0
+    with _reading(segment, inner):
         while True:
             data = fs.read_range(rel, offset, CHECK_CHUNK)
             digest.update(data)
             offset += len(data)
             if len(data) < CHECK_CHUNK or offset > size:
                 break
+    _accept(fs, segment, inner, offset, digest.hexdigest(), whole=False)
+
+
+def _checkable(fs: StoreFS, segment: Segment, inner: str) -> tuple[str, bool]:
+    """File ``inner``'s path in the store and whether this process checked it before; a file
+    the segment's record does not list, or one reached through a link, is refused."""
+    if inner not in segment.files:
+        raise damaged(segment, inner, "is not listed in the segment's catalog record")
+    rel = f"{segment.folder}/{inner}"
+    verified = _key(fs, segment, inner) in _VERIFIED
+    if not verified and not fs.inside(rel):
+        raise damaged(segment, inner, "is reached through a link (a store holds none; not followed)")
+    return rel, verified
+
+
+@contextmanager
+def _reading(segment: Segment, inner: str) -> Iterator[None]:
+    """A read of file ``inner`` of ``segment``: a file missing, or not a file, is a `StoreError` naming it."""
+    try:
+        yield
     except FileNotFoundError:
         raise damaged(segment, inner, "is missing") from None
-    except OSError as exc:
+    except OSError as exc:  # a folder where the file belongs, a file where a folder does
         raise damaged(segment, inner, f"cannot be read as a file ({type(exc).__name__})") from None
-    if offset != size:
-        held = f"{offset}" if offset < size else "more"
+
+
+def _accept(fs: StoreFS, segment: Segment, inner: str, nbytes: int, blake2b: str, *, whole: bool = True) -> None:
+    """Trust file ``inner`` for the rest of the process when its ``nbytes`` and ``blake2b``
+    (hex digest) are those its record lists; else a `StoreError` naming it. ``whole`` False:
+    read in chunks, which stop past the recorded size (a longer file has more bytes)."""
+    size = int(segment.files[inner]["size"])
+    if nbytes != size:
+        held = "more" if nbytes > size and not whole else f"{nbytes}"
         raise damaged(segment, inner, f"has {held} bytes where the catalog records {size}")
-    if digest.hexdigest() != expected["blake2b"]:
+    if blake2b != segment.files[inner]["blake2b"]:
         raise damaged(segment, inner, "does not match its checksum (its content changed)")
     with _LOCK:
         _VERIFIED.add(_key(fs, segment, inner))
+
+
+def _each(fs: StoreFS, inners: Sequence[str], work: Callable[[str], T]) -> list[T]:
+    """``work`` of each of ``inners``, in order: on an object store by a few threads at once
+    (each file a round trip there)."""
+    if fs.local or len(inners) < 2:
+        return [work(inner) for inner in inners]
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a pool per call: a loader worker forked while a shared pool's threads lived would inherit a
+    # pool without threads
+    with ThreadPoolExecutor(min(FETCH_THREADS, len(inners)), thread_name_prefix="prior-fetch") as pool:
+        return list(pool.map(work, inners))
 
 
 @dataclass(frozen=True)
@@ -188,12 +195,8 @@ class CheckedRanges:
             if offset < 0 or length < 0 or offset + length > self.size:
                 raise damaged(self.segment, self.inner, f"has no bytes {offset}-{offset + length} "
                                                         f"(it has {self.size})")
-        try:
+        with _reading(self.segment, self.inner):
             got = self.fs.read_ranges(f"{self.segment.folder}/{self.inner}", spans)
-        except FileNotFoundError:
-            raise damaged(self.segment, self.inner, "is missing") from None
-        except OSError as exc:
-            raise damaged(self.segment, self.inner, f"cannot be read as a file ({type(exc).__name__})") from None
         for (offset, length), data in zip(spans, got):
             if len(data) != length:
                 raise damaged(self.segment, self.inner, f"ends before byte {offset + length}: it is shorter than "

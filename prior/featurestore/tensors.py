@@ -273,11 +273,14 @@ def _stored_runs(index: np.ndarray, todo: list[int], end_of_pieces: int) -> list
 def _groups(runs: list[tuple[int, int, int, int]]) -> list[list[tuple[int, int, int, int]]]:
     """``runs`` (`_stored_runs`) in groups of about `RANGES_AT_ONCE` bytes, asked for together."""
     groups: list[list[tuple[int, int, int, int]]] = []
+    held = 0  # bytes of the last group
     for run in runs:
-        if groups and sum(r[3] for r in groups[-1]) + run[3] <= RANGES_AT_ONCE:
+        if groups and held + run[3] <= RANGES_AT_ONCE:
             groups[-1].append(run)
+            held += run[3]
         else:
             groups.append([run])
+            held = run[3]
     return groups
 
 
@@ -288,10 +291,10 @@ def _with_gaps(index: np.ndarray, todo: list[int]) -> list[int]:
     out = todo[:1]
     for i in todo[1:]:
         prev = out[-1]
-        if i - prev > 1:
+        gap = int(index[i, 0]) - int(index[prev].sum())
+        if i - prev > 1 and 0 <= gap <= RANGE_GAP:
             ends = index[prev:i].sum(axis=1)  # where pieces prev..i-1 end
-            gap = int(index[i, 0]) - int(ends[0])
-            if 0 <= gap <= RANGE_GAP and bool((index[prev + 1:i + 1, 0] == ends).all()):
+            if bool((index[prev + 1:i + 1, 0] == ends).all()):
                 out.extend(range(prev + 1, i))
         out.append(i)
     return out
