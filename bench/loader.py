@@ -4,6 +4,7 @@
     python bench/loader.py sizes bench/out/scale/store-100000 bench/out/scale/store-500000
     python bench/loader.py s3 --store STORE --steps 40                # the same store local and on moto's S3
     python bench/loader.py fetched --store STORE --steps 1000         # what a run fetches from the store on S3
+    python bench/loader.py fetched-table LINES.jsonl                  # the tables of fetched and s3 lines
     python bench/loader.py make STORE --pairs 500000 --sentences 63000 [--ids]  # a store without parsing (synthetic)
     python bench/loader.py make STORE --pairs 500000 --sentences 600000 --ids   # ... with SNLI's ratio of sentences to pairs
     python bench/loader.py index-memory --store STORE                 # the index's memory, step by step (Linux)
@@ -36,7 +37,9 @@ started as its own process, in this process (``--workers`` 0 by default: a forke
 reads are not counted), counting what the store's reads fetch: whole files (``read_bytes``) and
 byte ranges, their requests and MiB, and KiB per pair; the index's reads included. Counts, not
 times: they hold on a busy machine (``pairs_per_s`` does not, and moto serves each request from
-Python, so it weighs requests far above bytes).
+Python, so it weighs requests far above bytes). ``fetched-table``: Markdown tables of such lines
+and of ``s3``'s (each line with a ``label`` and ``commit``; an ``s3`` line's label ends in
+``, local`` or ``, s3 (moto)``): a row per label and commit, whole epochs apart from parts.
 
 ``summary``: each file holds the last lines of many ``run`` calls (one JSON object a line,
 e.g. ``bench/loader.py run ... | tail -1 >> RUNS.jsonl`` in a loop; a line may carry a
@@ -376,6 +379,52 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
             "kib_per_pair": round(1024 * mib / max(result["pairs"], 1), 2)}
 
 
+def fetched_table(args: argparse.Namespace) -> None:
+    """The tables of ``fetched`` and ``s3`` lines (module docstring)."""
+    rows: dict[tuple[str, str, int], list[dict[str, Any]]] = {}  # (label, commit, batches) → its runs
+    for path in args.files:
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                rows.setdefault((d.get("label", ""), str(d.get("commit", "")), int(d["batches"])), []).append(d)
+
+    def some(values: list[float], fmt: str = ",.0f") -> str:
+        return ", ".join(f"{v:{fmt}}" for v in values)
+
+    def side(label: str, commit: str) -> str:
+        return f"{label} ({commit})" if commit else label
+
+    fetched = {k: v for k, v in rows.items() if "fetched_mib" in v[0]}
+    for title, whole in (("One epoch", True), ("Part of an epoch", False)):
+        chosen = {k: v for k, v in fetched.items() if (v[0]["pairs"] >= v[0]["split_pairs"]) == whole}
+        if not chosen:
+            continue
+        print(f"{title}, one process:\n")
+        print("| side | batches | fetched MiB | whole files (MiB) | ranges (requests in calls, MiB) | KiB per pair "
+              "| first batch s | pairs/s (moto) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (label, commit, _), runs in chosen.items():
+            d = runs[0]
+            print(f"| {side(label, commit)} | {d['batches']:,} | {d['fetched_mib']:,.1f} | {d['whole_files']:,} "
+                  f"({d['whole_mib']:,.1f}) | {d['ranges']:,} in {d['range_calls']:,} ({d['range_mib']:,.1f}) "
+                  f"| {d['kib_per_pair']:.2f} | {some([r['first_batch_s'] for r in runs], '.2f')} "
+                  f"| {some([r['pairs_per_s'] for r in runs])} |")
+        print()
+    sides: dict[tuple[str, str, int], dict[str, list[dict[str, Any]]]] = {}
+    for (label, commit, batches), runs in rows.items():
+        for where in ("local", "s3 (moto)"):
+            if label.endswith(", " + where) and "fetched_mib" not in runs[0]:
+                sides.setdefault((label[:-len(", " + where)], commit, batches), {})[where] = runs
+    if sides:
+        print("With the loader's workers (`s3`): pairs/s of the whole run; first batch s:\n")
+        print("| side | batches | local store | S3 (moto) |")
+        print("|---|---|---|---|")
+        for (label, commit, batches), of in sides.items():
+            cells = [f"{some([r['pairs_per_s'] for r in of.get(w, [])])} pairs/s; "
+                     f"{some([r['first_batch_s'] for r in of.get(w, [])], '.2f')} s" for w in ("local", "s3 (moto)")]
+            print(f"| {side(label, commit)} | {batches:,} | {cells[0]} | {cells[1]} |")
+
+
 def make(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from synthetic_store import make_store  # bench/synthetic_store.py
@@ -489,6 +538,8 @@ def main() -> None:
     f.add_argument("--store", required=True)
     _run_options(f)
     f.set_defaults(workers=0)
+    t = sub.add_parser("fetched-table")
+    t.add_argument("files", nargs="+")
     k = sub.add_parser("make")
     k.add_argument("path")
     k.add_argument("--pairs", type=int, default=100_000)
@@ -524,7 +575,8 @@ def main() -> None:
     elif args.cmd == "index-memory":
         print(json.dumps(index_memory(args)))
     else:
-        {"sizes": sizes, "s3": s3, "make": make, "summary": summary, "numbered": numbered}[args.cmd](args)
+        {"sizes": sizes, "s3": s3, "make": make, "summary": summary, "numbered": numbered,
+         "fetched-table": fetched_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -106,10 +106,17 @@ def test_bench_loader_s3(store: Path) -> None:
     assert "local: first batch" in out and "s3 (moto): first batch" in out
 
 
-def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3(store: Path) -> None:
+def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3_and_tables_them(store: Path, tmp_path: Path) -> None:
     pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
     pytest.importorskip("s3fs", reason="s3fs is not installed")
     out = json.loads(bench("bench/loader.py", "fetched", "--store", store, "--steps", "4").strip().splitlines()[-1])
+    lines = tmp_path / "lines.jsonl"
+    as_s3 = {k: v for k, v in out.items() if k != "fetched_mib"}  # an `s3` line counts nothing
+    lines.write_text(json.dumps({"label": "tiny", "commit": "c0ffee", **out}) + "\n"
+                     + json.dumps({"label": "tiny, local", "commit": "c0ffee", **as_s3}) + "\n")
+    table = bench("bench/loader.py", "fetched-table", lines)
+    assert f"| tiny (c0ffee) | 4 | {out['fetched_mib']:,.1f} | {out['whole_files']:,} (" in table
+    assert "Part of an epoch" in table and "| tiny (c0ffee) | 4 | " in table.split("With the loader's workers")[1]
     assert out["workers"] == 0 and out["batches"] == 4 and out["store"] == str(store)
     assert out["requests"] == out["whole_files"] + out["ranges"] and out["whole_files"] > 0
     assert out["fetched_mib"] == pytest.approx(out["whole_mib"] + out["range_mib"], abs=0.11)
