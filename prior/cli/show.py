@@ -27,10 +27,12 @@ def show_cmd(
 ) -> None:
     """Print a pair's words and feature matrix; --plot draws the heatmap the papers show."""
     from prior.cli.pairview import format_pair, pair_view, plot_pair
+    from prior.cli.split_names import stored_split
     from prior.featurestore import Request, open_store
 
     params = read_params(feature_param, option, feature_names(feature))
     opened = open_store(store_ref(store, storage_option), create=False)
+    split = stored_split(opened, dataset, split) if split is not None else None
     view = pair_view(opened, dataset, pair, feature, split=split, request=Request(params=params, entry=entry))
     written = plot_pair(view, plot) if plot is not None else None  # first: a failure prints no matrix
     console.print(format_pair(view), markup=False, end="")

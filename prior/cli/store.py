@@ -190,12 +190,15 @@ def frame_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or v
     import polars as pl
 
     from prior.cli.pairview import split_order
+    from prior.cli.split_names import stored_split
     from prior.featurestore import Request, open_store
     from prior.featurestore.selection import entries_line
 
     opened = open_store(store_ref(store, storage_option), create=False)
     check_readable(feature, (e.name for e in opened.entries()))
-    if split is None:
+    if split is not None:
+        split = stored_split(opened, dataset, split)
+    else:
         present = split_order([s for d, s in opened.datasets() if d == dataset])
         split = present[0] if present else "test"
         if len(present) > 1:
@@ -231,13 +234,14 @@ def export_cmd(feature: Annotated[str, typer.Option(help=f"A feature (entry) or 
                entry: EntryOpt = None) -> None:
     """Write `store.frame(feature, dataset, split)` as a hive-partitioned Parquet dataset
     (Polars, pyarrow, DuckDB, Hugging Face datasets); a split exported again is replaced whole."""
+    from prior.cli.split_names import stored_splits
     from prior.featurestore import Request, open_store
     from prior.featurestore.export import export_parquet
     from prior.featurestore.selection import entries_line
 
     params = read_params(feature_param, option, feature_names(feature))
-    splits = [s.strip() for s in split.split(",") if s.strip()] if split else None
     opened = open_store(store_ref(store, storage_option), create=False)
+    splits = stored_splits(opened, dataset, [s.strip() for s in split.split(",") if s.strip()]) if split else None
     check_readable(feature, (e.name for e in opened.entries()))
     done = export_parquet(opened, feature, dataset=dataset, out=out, splits=splits,
                           request=Request(params=params, entry=entry))

@@ -135,6 +135,7 @@ def _config(given: dict[str, Any]) -> TrainConfig:
 def _specs(given: dict[str, Any], recorded: Any, ref: StoreRef) -> tuple[Any, Any]:
     """The model and data specs: from the options, or a resumed run's own (options given with
     ``--resume`` must agree with it, settings may change: more epochs)."""
+    from prior.cli.split_names import stored_split, stored_splits
     from prior.featurestore import open_store
     from prior.trainers.config import DataSpec, ModelSpec
     from prior.trainers.dataset_ref import StoredDataset
@@ -154,10 +155,13 @@ def _specs(given: dict[str, Any], recorded: Any, ref: StoreRef) -> tuple[Any, An
     if twice := sorted(set(params) & set(dotted)):
         raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
     model_options = _model_options(name, plain, feature)
-    dataset = given.get("dataset") or StoredDataset.resolve(open_store(ref, create=False), None).name
+    opened = open_store(ref, create=False)
+    dataset = given.get("dataset") or StoredDataset.resolve(opened, None).name
+    dev_split = stored_split(opened, dataset, given["dev_split"]) if "dev_split" in given else None
     model_spec = ModelSpec(model=given["model"], backbone=given.get("backbone"), overrides=overrides,
                            options=model_options, seed=given.get("seed", 42))
-    data_spec = DataSpec(dataset=dataset, dev_split=given.get("dev_split"), eval_splits=tuple(given.get("eval_split", ())),
+    data_spec = DataSpec(dataset=dataset, dev_split=dev_split,
+                         eval_splits=tuple(stored_splits(opened, dataset, given.get("eval_split", ()))),
                          limit=given.get("limit"), sample=given.get("sample"), sample_seed=given.get("sample_seed", 0),
                          feature_params={**params, **dotted} or None, feature_entry=given.get("entry"),
                          view=given.get("view"), parser=given.get("parser"), parse=given.get("parse"),
@@ -263,14 +267,18 @@ def eval_(
 ) -> None:
     """Score a checkpoint on one split, reading the feature entries it was trained on; the
     last line lists `name=value` metrics."""
+    from prior.cli.split_names import stored_split
+    from prior.featurestore import open_store
     from prior.progress import stage_bars
     from prior.trainers.checkpoint import checkpoint_dir, read_meta
     from prior.trainers.evaluation import evaluate_checkpoint
+    from prior.trainers.store_record import recorded_store
 
     ref = store_ref(store, storage_option)  # no --store: the store the model was trained from
     folder = checkpoint_dir(checkpoint)
-    if dataset is None:
-        dataset = str(read_meta(folder)["dataset"])
+    meta = read_meta(folder)
+    dataset = dataset or str(meta["dataset"])
+    split = stored_split(open_store(recorded_store(meta["fingerprints"]["train"], ref), create=False), dataset, split)
     with stage_bars() as progress:
         result = evaluate_checkpoint(folder, dataset, split, store=ref, limit=limit, batch_size=batch_size,
                                      features=features.value, progress=progress, view=view, device=device)
