@@ -284,7 +284,8 @@ def test_export_bad_arguments_are_one_line_errors_and_write_nothing(store: Store
     runner = CliRunner()
     for args, message in ((["--feature", "nope", "--dataset", "sick"], "no 'nope' entry"),
                           (["--feature", "wup", "--dataset", "mrpc"], "has no dataset 'mrpc' (present: sick)"),
-                          (["--feature", "wup", "--dataset", "sick", "--split", "test,dev"], "no split dev of sick"),
+                          (["--feature", "wup", "--dataset", "sick", "--split", "test,dev"], "no split trial of sick"),
+                          (["--feature", "wup", "--dataset", "sick", "--split", "test,nope"], "has no split 'nope'"),
                           (["--feature", "wup", "--dataset", "sick", "-o", "wup.zz=1"], "no 'wup' entry with params zz=1")):
         result = runner.invoke(app, ["store", "export", "--store", store.location, "--out", str(out), *args])
         assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
