@@ -177,7 +177,8 @@ def run(args: argparse.Namespace, storage_options: dict[str, Any] | None = None)
     cpu = _cpu()
     memory = watch.stop()
     return {"store": str(args.store), "dataset": dataset, "split_pairs": len(index), "feature": args.feature,
-            "workers": args.workers, "window": settings.window, "piece": settings.piece, "batches": batches,
+            "workers": args.workers, "window": settings.window, "piece": settings.piece, "cache_mb": args.cache_mb,
+            "batches": batches,
             "pairs": pairs, "index_recorded": recorded, "index_s": round(index_s, 2),
             "first_batch_s": round(first or 0.0, 2),
             "pairs_per_s": round(pairs / (wall - (first or 0.0) + 1e-9) if batches > 1 else 0.0, 1),

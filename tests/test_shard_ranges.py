@@ -363,3 +363,23 @@ def test_ranges_pieces_fetched_once_are_taken_from_where_they_are_kept(tmp_path:
     shard, kept, read = reader()
     assert values(read, [1_500, 7_000], [1_000, 10]) == [*flat[1_500:2_500], *flat[7_000:7_010]]
     assert sorted(k for _, k in kept.items) == [1, 2, 7]  # type: ignore[misc]
+
+
+def test_ranges_pieces_kept_in_a_cache_too_small_for_them_show_it_going_round(tmp_path: Path) -> None:
+    """Pieces kept in a reader's bounded cache (`LruCache`, which the reader's warning reads):
+    read again and again, a cache that holds them all fetches them once and is not going round;
+    one that holds a third of them fetches them each time, and says it is thrashing."""
+    from prior.trainers.caches import LruCache
+
+    flat = np.arange(10_000, dtype=np.float32)
+    files = _files(tmp_path, flat, piece=1_000)
+    piece_bytes = int(_shard_index(files["x/c/0"], 10)[:, 1].max())
+    for bound, going_round in ((10 * piece_bytes, False), (3 * piece_bytes, True)):
+        kept: LruCache[bytes] = LruCache(bound, len)
+        shard = CountedRanges(files["x/c/0"])
+        shard.kept, shard.tag = kept, "x"  # type: ignore[attr-defined]
+        for _ in range(3):
+            got = read_flat_ranges({**files, "x/c/0": shard}, "x", np.array([0]), np.array([10_000]))  # type: ignore[arg-type]
+            assert got is not None and np.array_equal(got, flat)
+        assert len(kept.seen) == 10 and kept.loads == 0
+        assert kept.thrashing == going_round and (kept.reloads >= 10 if going_round else kept.reloads == 0)

@@ -6,6 +6,7 @@ credentials given again."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 from pathlib import Path
@@ -107,7 +108,7 @@ def test_s3_reader_fetches_each_segments_files_once_and_reads_what_a_local_store
 
 
 def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
-        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
     """A compacted segment's shards on an object store (large: `RANGED_REMOTE_BYTES` set to 0
     here; pieces of 64 values, so that a shard holds many) are never fetched whole: each checked
     once a chunk at a time, then each window's pieces read as one request per shard, their index
@@ -191,17 +192,24 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
         assert shard_reads(before) == sorted(shards * (2 if k == 0 else 1))
     assert whole and not set(whole) & set(shards)  # (a sentence entry's segment is read whole and kept)
     assert sorted(t for t in tails if t in shards) == sorted(shards)  # each index fetched once
-    # 0.002 MB: 262 bytes for what is fetched, which keeps neither a piece nor the shard's index
+    # 0.002 MB: 262 bytes for what is fetched, which keeps neither a piece nor the shard's index;
+    # fetching them again, the reader says so, and names a --cache-mb that keeps them
     for cache_mb, again in ((reader.DEFAULT_CACHE_MB, 0), (0.002, 2)):
         fresh = reader.SplitReader(index, tiny_tokenizer(), 64, piece=8, cache_mb=cache_mb)
-        first = fresh.read(np.arange(80))
-        fresh.pieces.clear()  # the decoded pieces dropped: the compressed ones are what remains
-        before = len(together)
-        second = fresh.read(np.arange(80))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="prior.trainers.reader"):
+            first = fresh.read(np.arange(80))
+            fresh.pieces.clear()  # the decoded pieces dropped: the compressed ones are what remains
+            before = len(together)
+            second = fresh.read(np.arange(80))
         assert shard_reads(before) == sorted(shards * again)
         assert first.source is not None and second.source is not None
         assert np.array_equal(first.source.batch(first.encoded.seg, first.encoded.wid, first.rows),
                               second.source.batch(second.encoded.seg, second.encoded.wid, second.rows))
+        warned = [r.getMessage() for r in caplog.records]
+        assert fresh.files is not None and fresh.files.thrashing == bool(again)
+        assert warned == [] if not again else (len(warned) == 1 and "fetched pair values of many/train" in warned[0]
+                                               and "--cache-mb 0.002" in warned[0])
     checked.forget()
 
 

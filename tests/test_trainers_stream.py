@@ -266,6 +266,15 @@ def test_cache_counts_the_loads_of_what_its_bound_dropped() -> None:
     assert small.seen == {i: 30 for i in range(5)} and small.reloads == 10 and small.thrashing
     small.clear()
     assert (small.reloads, small.seen, small.thrashing) == (0, {}, False)
+    # what a reader fetched itself and puts (an object store's pieces) counts the same way
+    kept: LruCache[bytes] = LruCache(100, len)
+    for _ in range(3):
+        for i in range(5):
+            if kept.peek(i) is None:
+                kept.put(i, bytes(30))
+    assert kept.seen == {i: 30 for i in range(5)} and kept.reloads == 10 and kept.thrashing and kept.loads == 0
+    kept.put(4, bytes(30))  # held: neither seen again nor reloaded
+    assert kept.reloads == 10
     once: LruCache[bytes] = LruCache(100, len)
     for i in [*range(5), 0]:  # one key read again: not yet going round
         once.get(i, lambda: bytes(30))
@@ -294,7 +303,9 @@ def test_a_split_whose_sentences_do_not_fit_the_cache_warns_once(store, caplog: 
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1, lines
     need = int(lines[0].rsplit("--cache-mb ", 1)[1].split()[0])
-    assert lines[0].startswith("loader: the words of many/train (") and "of --cache-mb 0.001)" in lines[0]
+    # both of the sentences' caches go round here: one line names them
+    assert lines[0].startswith("loader: the words and sentence values of many/train (") and \
+        "of --cache-mb 0.001)" in lines[0]
     assert need >= 64 and need % 64 == 0
     assert tiny.parses.thrashing and not roomy.parses.thrashing and not roomy.segments.thrashing
 

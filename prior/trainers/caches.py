@@ -47,8 +47,32 @@ class LruCache(Generic[T]):
 
     def put(self, key: Hashable, value: T, size: int | None = None) -> T:
         """Keep ``value`` under ``key`` if it fits the bound; returns it. ``size``: its size, when
-        measured already."""
+        measured already. A value put, like one loaded, counts in ``seen`` and, put again after
+        the bound dropped it, in ``reloads`` (what a reader fetched itself and keeps here)."""
         size = int(self._size(value)) if size is None else size
+        self._count(key, size)
+        return self._keep(key, value, size)
+
+    def get(self, key: Hashable, load: Callable[[], T]) -> T:
+        """The cached value of ``key``, else ``load()`` (kept when it fits)."""
+        hit = self.peek(key)
+        if hit is not None:
+            return hit
+        self.loads += 1
+        value = load()
+        size = int(self._size(value))
+        self._count(key, size)
+        return self._keep(key, value, size)
+
+    def _count(self, key: Hashable, size: int) -> None:
+        if key in self._items:
+            return
+        if key in self._dropped:
+            self.reloads += 1
+            self._dropped.discard(key)
+        self.seen.setdefault(key, size)
+
+    def _keep(self, key: Hashable, value: T, size: int) -> T:
         if key in self._items:
             return value
         if size > self.max_bytes:
@@ -61,20 +85,6 @@ class LruCache(Generic[T]):
             self._dropped.add(old)
             self.nbytes -= dropped
         return value
-
-    def get(self, key: Hashable, load: Callable[[], T]) -> T:
-        """The cached value of ``key``, else ``load()`` (kept when it fits)."""
-        hit = self.peek(key)
-        if hit is not None:
-            return hit
-        self.loads += 1
-        if key in self._dropped:
-            self.reloads += 1
-            self._dropped.discard(key)
-        value = load()
-        size = int(self._size(value))
-        self.seen.setdefault(key, size)
-        return self.put(key, value, size)
 
     @property
     def thrashing(self) -> bool:

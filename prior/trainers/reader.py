@@ -230,20 +230,25 @@ class SplitReader:
         of the cache: a window draws its sentences from every segment of the split, so once they
         pass the share, every window reads them again (a split of 1M pairs over 1.2M sentences
         at the default 256 MB: half the pairs per second of 500k; bench/RESULTS.md, "The loader
-        at 1M pairs"). The line names the ``--cache-mb`` that would hold what was read so far."""
+        at 1M pairs"). On an object store, the same for the pair values' files and pieces as
+        fetched: every window fetches them again (a compacted 500k-pair store on moto fetched 1.5
+        times the bytes at the default; "A compacted store on S3"). The line names what does not
+        fit and the ``--cache-mb`` that would hold what was read so far of each."""
         if self._warned:
             return
-        for what, cache in (("words", self.parses), ("sentence values", self.segments)):
-            if not cache.thrashing:
-                continue
-            self._warned = True
-            seen = sum(cache.seen.values())
-            need = 64 * math.ceil(self.cache_mb * seen / max(cache.max_bytes, 1) / 64 * 1.25)
-            log.warning(f"loader: the {what} of {self.index.dataset}/{self.index.split} ({seen / 2**20:.0f} MiB "
-                        f"read so far) do not fit their share of the cache ({cache.max_bytes / 2**20:.0f} MiB of "
-                        f"{option('cache_mb', f'{self.cache_mb:g}')}): every window reads them again, and the "
-                        f"loader slows; {option('cache_mb', str(need))} or more keeps them")
+        caches = (("words", self.parses), ("sentence values", self.segments), ("fetched pair values", self.files))
+        over = [(what, cache) for what, cache in caches if cache is not None and cache.thrashing]
+        if not over:
             return
+        self._warned = True
+        seen = sum(sum(cache.seen.values()) for _, cache in over)
+        need = 64 * max(math.ceil(self.cache_mb * sum(c.seen.values()) / max(c.max_bytes, 1) / 64 * 1.25)
+                        for _, c in over)
+        shares = sum(cache.max_bytes for _, cache in over)
+        log.warning(f"loader: the {' and '.join(what for what, _ in over)} of {self.index.dataset}/"
+                    f"{self.index.split} ({seen / 2**20:.0f} MiB read so far) do not fit their share of the cache "
+                    f"({shares / 2**20:.0f} MiB of {option('cache_mb', f'{self.cache_mb:g}')}): every window reads "
+                    f"them again, and the loader slows; {option('cache_mb', str(need))} or more keeps them")
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 keep: bool = True) -> dict[str, Ragged]:
