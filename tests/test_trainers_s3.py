@@ -210,6 +210,25 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
         assert fresh.files is not None and fresh.files.thrashing == bool(again)
         assert warned == [] if not again else (len(warned) == 1 and "fetched pair values of many/train" in warned[0]
                                                and "--cache-mb 0.002" in warned[0])
+    # 0.03 MB: what is fetched has 3.9 KB, a third of what the window's pieces take, while the
+    # sentences' shares hold theirs with room to spare: once it fetches again, they lend it
+    # their spare room (the bound the same), and the next read fetches nothing
+    lending = reader.SplitReader(index, tiny_tokenizer(), 64, piece=8, cache_mb=0.03)
+    assert lending.files is not None
+    bounds = sum(c.max_bytes for c in (lending.parses, lending.segments, lending.indexes, lending.files,
+                                        lending.pieces))
+    fetched = []
+    while len(fetched) < 5 and (not fetched or fetched[-1]):
+        before = len(together)
+        lending.read(np.arange(80))
+        lending.pieces.clear()
+        fetched.append(len(shard_reads(before)))
+    # the second read fetches them again; the reader lends at its end, so the read after next
+    # (the third's pieces fetched once more) fetches nothing
+    assert fetched[0] == fetched[1] > 0 and len(fetched) == 4 and fetched[3] == 0, fetched
+    assert lending.files.max_bytes > lending.files.nbytes > 3932
+    assert sum(c.max_bytes for c in (lending.parses, lending.segments, lending.indexes, lending.files,
+                                     lending.pieces)) == bounds
     checked.forget()
 
 

@@ -303,8 +303,8 @@ def test_a_split_whose_sentences_do_not_fit_the_cache_warns_once(store, caplog: 
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1, lines
     need = int(lines[0].rsplit("--cache-mb ", 1)[1].split()[0])
-    # both of the sentences' caches go round here: one line names them
-    assert lines[0].startswith("loader: the words and sentence values of many/train (") and \
+    # the sentences' caches and the pair entry's offsets all go round here: one line names them
+    assert lines[0].startswith("loader: the words, sentence values and pair values' offsets of many/train (") and \
         "of --cache-mb 0.001)" in lines[0]
     assert need >= 64 and need % 64 == 0
     assert tiny.parses.thrashing and not roomy.parses.thrashing and not roomy.segments.thrashing
@@ -486,3 +486,52 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "pandas"))
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_cache_that_reads_again_borrows_what_the_complete_ones_leave(store, caplog: pytest.LogCaptureFixture) -> None:
+    """At 0.008 MB the pair entry's offsets (2.9 KB) do not fit their eighth (1 KB) while the
+    sentences' words and values fit theirs with room to spare: once the offsets are read again,
+    the words' and values' caches, holding every segment the split reads, lend them the rest
+    of their shares. The bounds add up to the same; the offsets are then read once, nothing
+    warns, and the batches are those of a reader with room for everything."""
+    import logging
+
+    windows = np.array_split(np.random.default_rng(3).permutation(120), 4)
+    tight, roomy = reader(store, cache_mb=0.008), reader(store)
+    caches = (tight.parses, tight.segments, tight.indexes, tight.pieces)
+    bounds = [c.max_bytes for c in caches]
+    with caplog.at_level(logging.WARNING, logger="prior.trainers.reader"):
+        for part in [*windows, *windows]:
+            assert same(tight.read(part).batch(np.arange(len(part))), roomy.read(part).batch(np.arange(len(part))))
+    assert not caplog.records
+    assert sum(c.max_bytes for c in caches) == sum(bounds)
+    assert tight.indexes.max_bytes > 2 * bounds[2] and tight.indexes.nbytes > bounds[2]
+    assert tight.parses.max_bytes < bounds[0] and tight.segments.max_bytes < bounds[1]
+    loads = (tight.parses.loads, tight.segments.loads, tight.indexes.loads)
+    for part in windows:
+        tight.read(part)
+    assert (tight.parses.loads, tight.segments.loads, tight.indexes.loads) == loads  # nothing read again
+
+
+def test_lend_spare_meets_the_smallest_shortfall_first_and_keeps_the_sum() -> None:
+    """`lend_spare`: each lender keeps what it holds and a tenth more; the takers' shortfalls
+    (what they loaded, and a tenth, less their bound) are met smallest first, the rest shared;
+    a taker named as a lender lends nothing; nothing to lend changes nothing."""
+    from prior.trainers.caches import lend_spare
+
+    def cache(bound: int, values: dict[int, int]) -> LruCache[bytes]:
+        made: LruCache[bytes] = LruCache(bound, len)
+        for key, size in values.items():
+            made.get(key, lambda size=size: bytes(size))
+        return made
+
+    lender = cache(1_000, {1: 100, 2: 100})  # holds 200: 780 to spare
+    small, large = cache(100, {1: 90, 2: 90}), cache(100, {1: 90, 2: 90, 3: 90, 4: 90})
+    assert small.nbytes == 90 and large.nbytes == 90  # each holds one value
+    assert lend_spare([large, small], [lender, small]) == 780
+    assert lender.max_bytes == 220 and lender.nbytes == 200
+    # shortfalls: small 198 - 100 = 98, large 396 - 100 = 296; both met, 386 left, shared
+    assert (small.max_bytes, large.max_bytes) == (100 + 98 + 193, 100 + 296 + 193)
+    assert lender.max_bytes + small.max_bytes + large.max_bytes == 1_000 + 100 + 100
+    assert small.seen == {} and small.reloads == 0 and small.nbytes == 90  # counts afresh, values kept
+    assert lend_spare([small], [lender]) == 0 and lender.max_bytes == 220

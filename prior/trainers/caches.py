@@ -9,8 +9,8 @@ read happen about once, and the bound — not the split's size — caps the memo
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -86,6 +86,21 @@ class LruCache(Generic[T]):
             self.nbytes -= dropped
         return value
 
+    def resize(self, max_bytes: int) -> None:
+        """A new bound; the least recently used values dropped until the others fit it."""
+        self.max_bytes = max(0, int(max_bytes))
+        while self.nbytes > self.max_bytes and self._items:
+            old, (_, dropped) = self._items.popitem(last=False)
+            self._dropped.add(old)
+            self.nbytes -= dropped
+
+    def recount(self) -> None:
+        """Count afresh whether it goes round (``seen``, ``reloads``), its values kept: a cache
+        whose bound grew is judged by what it does from then on."""
+        self.seen.clear()
+        self.reloads = 0
+        self._dropped.clear()
+
     @property
     def thrashing(self) -> bool:
         """Whether its reader goes round more than it holds: every key it loaded loaded again,
@@ -101,4 +116,32 @@ class LruCache(Generic[T]):
         self.reloads = 0
 
 
-__all__ = ["LruCache"]
+def lend_spare(takers: Sequence[LruCache[Any]], lenders: Sequence[LruCache[Any]], *, margin: float = 0.1) -> int:
+    """Move the bytes ``lenders`` do not use — each one's bound less what it holds and a
+    ``margin`` of that — to ``takers``, and have the takers count afresh
+    (:meth:`LruCache.recount`). The sum of the bounds stays the same. A lender should hold
+    every value it can be asked for (its reader knows): what it holds is then all it needs. A
+    taker's need is at least what it has loaded (``seen``, and the margin): the smallest
+    shortfalls are met first, since an LRU cache that a reader goes round gains nothing until
+    all of it fits; what is left is shared evenly. Returns the bytes moved (0: nothing to lend,
+    nothing changed)."""
+    lenders = [c for c in lenders if all(c is not t for t in takers)]
+    spare = [max(0, c.max_bytes - int(c.nbytes * (1 + margin))) for c in lenders]
+    total = sum(spare)
+    if not takers or total <= 0:
+        return 0
+    for cache, lent in zip(lenders, spare):
+        cache.resize(cache.max_bytes - lent)
+    short = {id(c): max(0, int(sum(c.seen.values()) * (1 + margin)) - c.max_bytes) for c in takers}
+    grow = dict.fromkeys(short, 0)
+    left = total
+    for cache in sorted(takers, key=lambda c: short[id(c)]):
+        grow[id(cache)] = given = min(short[id(cache)], left)
+        left -= given
+    for i, cache in enumerate(takers):
+        cache.resize(cache.max_bytes + grow[id(cache)] + left // len(takers) + (left % len(takers) if i == 0 else 0))
+        cache.recount()
+    return total
+
+
+__all__ = ["LruCache", "lend_spare"]

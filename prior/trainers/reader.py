@@ -26,7 +26,10 @@ batch, or a whole evaluation split. What it reads it keeps in bounded caches
   tf-idf weights, embedding ids), read a feature segment at a time.
 
 The cache bounds are set in bytes (``cache_mb``, split between the caches; the words' pieces
-are bounded by a count of words); a value is read again when it was dropped. Most of the
+are bounded by a count of words); a value is read again when it was dropped. The split is
+fixed at the start; when a cache then reads again what it dropped while others hold every
+value the split can ask of them, those lend it the rest of their shares (`lend_spare`: the
+sum stays ``cache_mb``), and only what still goes round after that is warned of. Most of the
 budget goes to the sentences' words and values: a window's pairs draw their sentences from
 every segment of the split, window after window, while a piece of pair values is read about
 once an epoch (its cache keeps the pieces two lanes' parts of a window share, and those of an
@@ -44,7 +47,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -71,7 +74,7 @@ from prior.featurestore.tensors import arrow_array, numpy_array
 from prior.hints import option
 from prior.layouts.ragged import Ragged, item_ranges, item_starts
 from prior.layouts.views import column_name
-from prior.trainers.caches import LruCache
+from prior.trainers.caches import LruCache, lend_spare
 from prior.trainers.order import DEFAULT_PIECE
 from prior.trainers.pair_data import PairData
 from prior.trainers.split_index import Locator, SplitIndex
@@ -172,6 +175,12 @@ class SplitReader:
             LruCache(eighth, _fetched_bytes) if remote else None)
         shares = 2 * sentence_share + eighth + (eighth if remote else 0)
         self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - shares, _ragged_bytes)
+        # each cache's share as set (a share lent to by `_check_fit` grows), and the segments
+        # each locator's keys lie in (`_used_segments`)
+        self._shares = {id(c): c.max_bytes for c in (self.parses, self.segments, self.indexes, self.files, self.pieces)
+                        if c is not None}
+        self._used: dict[int, list[int]] = {}
+        self._lend_at = 0.5  # `_check_fit` lends again once the caches' reads again reach twice this
 
     @property
     def fs(self) -> StoreFS:
@@ -226,29 +235,62 @@ class SplitReader:
         return data if self.features == "stored" else data.with_features(self.features)
 
     def _check_fit(self) -> None:
-        """Warn once (per process) when the sentences' words or values do not fit their share
-        of the cache: a window draws its sentences from every segment of the split, so once they
-        pass the share, every window reads them again (a split of 1M pairs over 1.2M sentences
-        at the default 256 MB: half the pairs per second of 500k; bench/RESULTS.md, "The loader
-        at 1M pairs"). On an object store, the same for the pair values' files and pieces as
-        fetched: every window fetches them again (a compacted 500k-pair store on moto fetched 1.5
-        times the bytes at the default; "A compacted store on S3"). The line names what does not
-        fit and the ``--cache-mb`` that would hold what was read so far of each."""
+        """When a cache reads again what it dropped, lend it what the complete caches do not use
+        (`_complete`, `lend_spare`: the bound stays ``cache_mb``; tried again each time its
+        reads again double); when one goes round more than it holds and there is nothing left
+        to lend, warn once (per process). The sentences' words and values: a window draws its
+        sentences from every segment of the split, so once they pass their share, every window
+        reads them again (a split of 1M pairs over 1.2M sentences at the default 256 MB: half
+        the pairs per second of 500k; bench/RESULTS.md, "The loader at 1M pairs"). On an object
+        store, the pair values' files and pieces as fetched: every window fetches them again (a
+        compacted 500k-pair store on moto: 62 MiB of pieces against a share of 32; "A compacted
+        store on S3"). The line names what does not fit and the ``--cache-mb`` that would hold
+        what was read so far of each."""
         if self._warned:
             return
-        caches = (("words", self.parses), ("sentence values", self.segments), ("fetched pair values", self.files))
-        over = [(what, cache) for what, cache in caches if cache is not None and cache.thrashing]
+        caches = (("words", self.parses), ("sentence values", self.segments), ("pair values' offsets", self.indexes),
+                  ("fetched pair values", self.files))
+        again = [(what, cache) for what, cache in caches if cache is not None and cache.reloads]
+        reloads = sum(cache.reloads for _, cache in again)
+        if reloads >= 2 * self._lend_at:
+            lent = lend_spare([cache for _, cache in again], self._complete())
+            self._lend_at = 0.5 if lent else reloads  # lent: the takers count afresh
+            if lent:
+                log.debug(f"loader: {lent / 2**20:.1f} MiB lent to the {_listed([w for w, _ in again])}")
+                return
+        over = [(what, cache) for what, cache in again if cache.thrashing]
         if not over:
             return
         self._warned = True
         seen = sum(sum(cache.seen.values()) for _, cache in over)
-        need = 64 * max(math.ceil(self.cache_mb * sum(c.seen.values()) / max(c.max_bytes, 1) / 64 * 1.25)
+        need = 64 * max(math.ceil(self.cache_mb * sum(c.seen.values()) / max(self._shares[id(c)], 1) / 64 * 1.25)
                         for _, c in over)
         shares = sum(cache.max_bytes for _, cache in over)
-        log.warning(f"loader: the {' and '.join(what for what, _ in over)} of {self.index.dataset}/"
+        log.warning(f"loader: the {_listed([what for what, _ in over])} of {self.index.dataset}/"
                     f"{self.index.split} ({seen / 2**20:.0f} MiB read so far) do not fit their share of the cache "
                     f"({shares / 2**20:.0f} MiB of {option('cache_mb', f'{self.cache_mb:g}')}): every window reads "
                     f"them again, and the loader slows; {option('cache_mb', str(need))} or more keeps them")
+
+    def _complete(self) -> list[LruCache[Any]]:
+        """The caches of the sentences' words and values and of the pair entries' offsets that
+        hold a value for every segment the split reads them from, none of them read twice: what
+        they hold is all they will need, and the rest of their share can be lent."""
+        index, used = self.index, self._used_segments
+        plan = index.plan.entries if index.plan is not None else ()
+        wanted: list[tuple[LruCache[Any], list[Hashable]]] = [
+            (self.parses, [(s, self._generation) for s in used(index.words)] if self._keep_words else []),
+            (self.segments, [(i.key, s) for i in plan if i.scope != "pair" for s in used(index.sentence_locs[i.key])]),
+            (self.indexes, [(index.pair_locs[i.key].segments[s].id, i.components) for i in plan
+                            if i.scope == "pair" for s in used(index.pair_locs[i.key])])]
+        return [cache for cache, keys in wanted
+                if keys and cache.reloads == 0 and all(k in cache for k in keys)]
+
+    def _used_segments(self, loc: Locator) -> list[int]:
+        """The segments (ordinals in ``loc.segments``) the split's keys lie in, found once."""
+        got = self._used.get(id(loc))
+        if got is None:
+            got = self._used[id(loc)] = np.unique(loc.seg).tolist()
+        return got
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 keep: bool = True) -> dict[str, Ragged]:
@@ -465,6 +507,11 @@ class SegmentWords:
     @property
     def nbytes(self) -> int:
         return int(self.numbers.nbytes + self.starts.nbytes)
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _fetched_bytes(fetched: dict[str, bytes | CheckedRanges] | bytes) -> int:
