@@ -148,6 +148,26 @@ def test_stream_same_batches_with_0_1_and_2_workers(store) -> None:
         assert all(same(a.tensors, b.tensors) for a, b in zip(plain, other))
 
 
+def test_stream_workers_started_by_spawn_make_the_same_batches(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where loader workers cannot fork (Windows; macOS's default), `torch.utils.data` pickles the
+    stream, its reader and caches for each spawned worker: they pickle, and 2 spawned workers
+    make the batches of the training process."""
+    import pickle
+    from functools import partial
+
+    from torch.utils.data import DataLoader
+
+    import prior.trainers.loader as loader
+
+    plain = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1))
+    again = pickle.loads(pickle.dumps(TrainStream(reader(store, cache_mb=0.008), batch_size=6, shuffle=SMALL, epochs=1)))
+    assert all(same(a.tensors, b.tensors) for a, b in zip(plain, [b for b in again if not b.skip], strict=True))
+    monkeypatch.setattr(loader, "DataLoader", partial(DataLoader, multiprocessing_context="spawn"))
+    spawned = run(TrainStream(reader(store), batch_size=6, shuffle=SMALL, epochs=1), workers=2)
+    assert [(b.epoch, b.batch) for b in spawned] == [(b.epoch, b.batch) for b in plain]
+    assert all(same(a.tensors, b.tensors) for a, b in zip(plain, spawned, strict=True))
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
 def test_stream_workers_batches_cross_a_widened_pipe_the_same(store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loader's result pipe is widened (its index queues are not); where the system refuses,

@@ -160,12 +160,12 @@ class SplitReader:
         self._keep_words = True  # False once the split's words pass the word pieces' bound
         # a parse segment's sentences as word numbers (42.5 MiB for 556k synthetic sentences of
         # 6-30 words)
-        self.parses: LruCache[SegmentWords] = LruCache(sentence_share, lambda w: w.nbytes)
+        self.parses: LruCache[SegmentWords] = LruCache(sentence_share, _words_bytes)
         self.segments: LruCache[dict[str, Ragged]] = LruCache(sentence_share, _ragged_bytes)
         # a pair entry's segment offsets and shapes, compact: every piece of the segment reads
         # them, at any time of the epoch, so they are kept for the split's every segment (12 MiB
         # for DAFA's dep at 500k pairs)
-        self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(eighth, lambda t: sum(a.nbytes for a in t.values()))
+        self.indexes: LruCache[dict[str, np.ndarray]] = LruCache(eighth, _arrays_bytes)
         # on an object store, a pair entry's segment files as fetched: every piece the segment
         # holds reads them, and each is a round trip there (a local disk's page cache keeps
         # them); a large shard as read by ranges (`array_sources`: its index kept), and the
@@ -175,11 +175,11 @@ class SplitReader:
             LruCache(eighth, _fetched_bytes) if remote else None)
         shares = 2 * sentence_share + eighth + (eighth if remote else 0)
         self.pieces: LruCache[dict[str, Ragged]] = LruCache(budget - shares, _ragged_bytes)
-        # each cache's share as set (a share lent to by `_check_fit` grows), and the segments
-        # each locator's keys lie in (`_used_segments`)
-        self._shares = {id(c): c.max_bytes for c in (self.parses, self.segments, self.indexes, self.files, self.pieces)
-                        if c is not None}
-        self._used: dict[int, list[int]] = {}
+        # each watched cache's share as set (a share lent to by `_check_fit` grows), and the
+        # segments each locator's keys lie in (`_used_segments`); by name, not id: a reader is
+        # pickled for a spawned loader worker
+        self._shares = {name: cache.max_bytes for name, cache in self._watched()}
+        self._used: dict[tuple[str, str], list[int]] = {}
         self._lend_at = 0.5  # `_check_fit` lends again once the caches' reads again reach twice this
 
     @property
@@ -248,9 +248,7 @@ class SplitReader:
         what was read so far of each."""
         if self._warned:
             return
-        caches = (("words", self.parses), ("sentence values", self.segments), ("pair values' offsets", self.indexes),
-                  ("fetched pair values", self.files))
-        again = [(what, cache) for what, cache in caches if cache is not None and cache.reloads]
+        again = [(what, cache) for what, cache in self._watched() if cache.reloads]
         reloads = sum(cache.reloads for _, cache in again)
         if reloads >= 2 * self._lend_at:
             lent = lend_spare([cache for _, cache in again], self._complete())
@@ -263,8 +261,8 @@ class SplitReader:
             return
         self._warned = True
         seen = sum(sum(cache.seen.values()) for _, cache in over)
-        need = 64 * max(math.ceil(self.cache_mb * sum(c.seen.values()) / max(self._shares[id(c)], 1) / 64 * 1.25)
-                        for _, c in over)
+        need = 64 * max(math.ceil(self.cache_mb * sum(c.seen.values()) / max(self._shares[what], 1) / 64 * 1.25)
+                        for what, c in over)
         shares = sum(cache.max_bytes for _, cache in over)
         log.warning(f"loader: the {_listed([what for what, _ in over])} of {self.index.dataset}/"
                     f"{self.index.split} ({seen / 2**20:.0f} MiB read so far) do not fit their share of the cache "
@@ -278,19 +276,26 @@ class SplitReader:
         index, used = self.index, self._used_segments
         plan = index.plan.entries if index.plan is not None else ()
         wanted: list[tuple[LruCache[Any], list[Hashable]]] = [
-            (self.parses, [(s, self._generation) for s in used(index.words)] if self._keep_words else []),
-            (self.segments, [(i.key, s) for i in plan if i.scope != "pair" for s in used(index.sentence_locs[i.key])]),
+            (self.parses, [(s, self._generation) for s in used(("words", ""), index.words)] if self._keep_words else []),
+            (self.segments, [(i.key, s) for i in plan if i.scope != "pair"
+                             for s in used(("sentence", i.key), index.sentence_locs[i.key])]),
             (self.indexes, [(index.pair_locs[i.key].segments[s].id, i.components) for i in plan
-                            if i.scope == "pair" for s in used(index.pair_locs[i.key])])]
+                            if i.scope == "pair" for s in used(("pair", i.key), index.pair_locs[i.key])])]
         return [cache for cache, keys in wanted
                 if keys and cache.reloads == 0 and all(k in cache for k in keys)]
 
-    def _used_segments(self, loc: Locator) -> list[int]:
+    def _used_segments(self, name: tuple[str, str], loc: Locator) -> list[int]:
         """The segments (ordinals in ``loc.segments``) the split's keys lie in, found once."""
-        got = self._used.get(id(loc))
+        got = self._used.get(name)
         if got is None:
-            got = self._used[id(loc)] = np.unique(loc.seg).tolist()
+            got = self._used[name] = np.unique(loc.seg).tolist()
         return got
+
+    def _watched(self) -> list[tuple[str, LruCache[Any]]]:
+        """The caches `_check_fit` lends to and warns of, by what they hold."""
+        caches = (("words", self.parses), ("sentence values", self.segments), ("pair values' offsets", self.indexes),
+                  ("fetched pair values", self.files))
+        return [(what, cache) for what, cache in caches if cache is not None]
 
     def _values(self, pos: np.ndarray, sentences: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 keep: bool = True) -> dict[str, Ragged]:
@@ -507,6 +512,14 @@ class SegmentWords:
     @property
     def nbytes(self) -> int:
         return int(self.numbers.nbytes + self.starts.nbytes)
+
+
+def _words_bytes(words: SegmentWords) -> int:
+    return words.nbytes
+
+
+def _arrays_bytes(arrays: dict[str, np.ndarray]) -> int:
+    return sum(a.nbytes for a in arrays.values())
 
 
 def _listed(names: Sequence[str]) -> str:
