@@ -187,6 +187,61 @@ def test_s3_catalog_records_are_fetched_once_and_again_when_changed(s3, monkeypa
     assert [r for r in fetched if r.startswith("catalog/")] == [f"catalog/{first[0].id}.json"]
 
 
+def test_s3_catalog_records_are_fetched_together_without_a_look_at_each(s3, monkeypatch):
+    """An object store's catalog records are fetched several at a time, one request each (no
+    look at whether each is a file first: a round trip per record, a thousand latencies for a
+    thousand records); a folder where a record belongs is still "not a file", and an error
+    reading a record that is a file (the network) is raised as it came."""
+    import pyarrow as pa
+
+    from prior.featurestore import catalog
+    from prior.featurestore.fs import StoreFS
+
+    bucket = s3.bucket()
+    url = f"s3://{bucket}/store"
+    store = open_store(StoreRef(url, s3.options()))
+    for i in range(24):
+        store.write_resource(f"r{i}", pa.table({"x": [i]}))
+    catalog._RECORDS.clear()
+    lock, flight, widest, looked = threading.Lock(), [0], [0], []
+    read_bytes, is_file = StoreFS.read_bytes, StoreFS.is_file
+
+    def read(self: StoreFS, rel: str) -> bytes:
+        with lock:
+            flight[0] += 1
+            widest[0] = max(widest[0], flight[0])
+        try:
+            time.sleep(0.02)  # a round trip: the reads overlap when they go out together
+            return read_bytes(self, rel)
+        finally:
+            with lock:
+                flight[0] -= 1
+
+    monkeypatch.setattr(StoreFS, "read_bytes", read)
+    monkeypatch.setattr(StoreFS, "is_file", lambda self, rel: looked.append(rel) or is_file(self, rel))
+    fs = open_store(StoreRef(url, s3.options())).fs
+    looked.clear()  # (opening the store looks at its STORE.json)
+    assert len(catalog.read_catalog(fs)) == 24
+    assert widest[0] > 1 and looked == []
+    # a folder where a record belongs: not a file (verify and gc see it; reads refuse it)
+    catalog._RECORDS.clear()
+    folder = f"store/catalog/{catalog.new_segment_id()}.json"
+    s3.client.put_object(Bucket=bucket, Key=f"{folder}/inner", Body=b"x")
+    damaged: dict[str, str] = {}
+    assert len(catalog.read_catalog(fs, damaged)) == 24
+    assert list(damaged.values()) == [f"catalog entry {folder[len('store/'):]} is not a file; {catalog.repair()}"]
+    assert looked == [folder[len("store/"):]]  # looked at only because it could not be read
+    s3.client.delete_object(Bucket=bucket, Key=f"{folder}/inner")
+
+    def cut(self: StoreFS, rel: str) -> bytes:
+        raise ConnectionResetError("the network went away")
+
+    catalog._RECORDS.clear()
+    monkeypatch.setattr(StoreFS, "read_bytes", cut)
+    with pytest.raises(ConnectionResetError, match="went away"):
+        catalog.read_catalog(fs)
+
+
 def test_s3_environment_options_and_command_line_override(s3, monkeypatch):
     bucket = s3.bucket()
     url = f"s3://{bucket}/store"

@@ -301,6 +301,32 @@ _RECORDS: dict[tuple[str, str, str], Segment] = {}
 _RECORDS_MAX = 100_000
 
 
+def _record_texts(fs: StoreFS, rels: Sequence[str]) -> list[bytes | StoreError]:
+    """Each catalog record's bytes, or the `StoreError` saying why it is no record: a link
+    (local; a store holds none, so none is followed) or not a file. On an object store the
+    records are fetched together (`StoreFS.read_files`), and only a record that could not be
+    read is looked at again (a folder where it belongs); an error of another kind (the network)
+    is raised as it came."""
+    out: list[bytes | StoreError] = []
+    if fs.local:
+        for rel in rels:
+            if not fs.inside(rel):
+                out.append(StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {repair()}"))
+            elif not fs.is_file(rel):
+                out.append(StoreError(f"catalog entry {rel} is not a file; {repair()}"))
+            else:
+                out.append(fs.read_bytes(rel))
+        return out
+    for rel, got in zip(rels, fs.read_files(rels)):
+        if not isinstance(got, OSError):
+            out.append(got)
+        elif fs.is_file(rel):
+            raise got
+        else:
+            out.append(StoreError(f"catalog entry {rel} is not a file; {repair()}"))
+    return out
+
+
 def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Segment]:
     """Committed segments, oldest first. Temporary files of unfinished commits are ignored.
 
@@ -310,26 +336,31 @@ def read_catalog(fs: StoreFS, damaged: dict[str, str] | None = None) -> list[Seg
     process is not fetched again: the same tag means the same content, checked then. So a
     process reads each record once, not once per catalog read (a build reads the catalog
     several times, each of its tasks once more); ``verify`` and ``gc`` read local ones again.
+    The records to read are fetched together (`_record_texts`: on an object store several at
+    a time, one request each).
     """
-    segments = []
+    segments, fetch = [], []
     for name, tag in fs.listdir_tagged(CATALOG).items():
         if not name.endswith(".json") or ".tmp-" in name:
             continue
-        rel = f"{CATALOG}/{name}"
         # verify and gc (``damaged`` given) read every local record again: a local tag is only
         # as fine as the disk's clock, and they are the ones that must find damage
         known = (fs.url, name, tag) if tag and not (damaged is not None and tag.startswith("local:")) else None
         if known is not None and (cached := _RECORDS.get(known)) is not None:
             segments.append(cached)
-            continue
+        else:
+            fetch.append((name, known))
+    named = [(name, known) for name, known in fetch if is_segment_id(name[:-len(".json")])]
+    texts = dict(zip((name for name, _ in named), _record_texts(fs, [f"{CATALOG}/{name}" for name, _ in named])))
+    for name, known in fetch:
+        rel = f"{CATALOG}/{name}"
         try:
-            if not is_segment_id(name[:-len(".json")]):
+            if name not in texts:
                 raise StoreError(f"catalog file {rel} is not named after a segment id; {repair()}")
-            if not fs.inside(rel):
-                raise StoreError(f"catalog record {rel} is a link (a store holds none; not followed); {repair()}")
-            if not fs.is_file(rel):
-                raise StoreError(f"catalog entry {rel} is not a file; {repair()}")
-            segment = Segment.from_json(fs.read_bytes(rel).decode("utf-8", "replace"), source=rel)
+            text = texts[name]
+            if isinstance(text, StoreError):
+                raise text
+            segment = Segment.from_json(text.decode("utf-8", "replace"), source=rel)
             segments.append(segment)
             if known is not None:
                 if len(_RECORDS) >= _RECORDS_MAX:

@@ -38,6 +38,10 @@ from prior.featurestore.ref import StoreRef
 LOCAL_TAG_AGE_NS = 2_000_000_000
 
 
+#: files of an object store `StoreFS.read_files` fetches at once (the catalog's records)
+READ_FILES_AT_ONCE = 16
+
+
 def temporary_of(name: str, target: str) -> bool:
     """Whether ``name`` is the temporary file that :meth:`StoreFS.write_atomic` writes beside
     the file named ``target`` on a local disk: ``<target>.tmp-`` and 32 hex digits."""
@@ -94,6 +98,27 @@ class StoreFS:
 
     def read_bytes(self, rel: str) -> bytes:
         return bytes(self.fs.cat_file(self._content(rel)))
+
+    def read_files(self, rels: Sequence[str]) -> list[bytes | OSError]:
+        """The bytes of each file of ``rels``, in that order, or the `OSError` reading it
+        raised (missing: `FileNotFoundError`). On an object store `READ_FILES_AT_ONCE` at a
+        time (each file is a round trip there: one after another, a catalog of a thousand
+        records cost a thousand latencies); on a local disk one by one. A file reached through a
+        link (local) is a `StoreError`, as for `read_bytes`."""
+        def read(rel: str) -> bytes | OSError:
+            try:
+                return self.read_bytes(rel)
+            except OSError as exc:
+                return exc
+
+        if self.local or len(rels) < 2:
+            return [read(rel) for rel in rels]
+        from concurrent.futures import ThreadPoolExecutor
+
+        # a pool per call: a loader worker forked while a shared pool's threads lived would
+        # inherit a pool without threads
+        with ThreadPoolExecutor(min(READ_FILES_AT_ONCE, len(rels)), thread_name_prefix="prior-files") as pool:
+            return list(pool.map(read, rels))
 
     def read_range(self, rel: str, offset: int, length: int) -> bytes:
         """``length`` bytes of file ``rel`` from byte ``offset`` (fewer where the file ends
