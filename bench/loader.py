@@ -37,7 +37,10 @@ started as its own process, in this process (``--workers`` 0 by default: a forke
 reads are not counted), counting what the store's reads fetch: whole files (``read_bytes``) and
 byte ranges, their requests and MiB, and KiB per pair; the index's reads included. Counts, not
 times: they hold on a busy machine (``pairs_per_s`` does not, and moto serves each request from
-Python, so it weighs requests far above bytes). ``fetched-table``: Markdown tables of such lines
+Python, so it weighs requests far above bytes). ``--latency-ms N`` adds N ms to each request
+(a whole file, a range, one call of concurrent ranges): moto on the loopback answers at once,
+a real object store over a network after a round trip, and what is fetched one after another
+pays it each time. ``fetched-table``: Markdown tables of such lines
 and of ``s3``'s (each line with a ``label`` and ``commit``; an ``s3`` line's label ends in
 ``, local`` or ``, s3 (moto)``): a row per label and commit, whole epochs apart from parts.
 
@@ -321,13 +324,17 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
     real_bytes, real_range = StoreFS.read_bytes, StoreFS.read_range
     real_ranges = getattr(StoreFS, "read_ranges", None)  # (a checkout before 2026-12-04 has none)
 
+    wait = args.latency_ms / 1000
+
     def read_bytes(fs: StoreFS, rel: str) -> bytes:
+        time.sleep(wait)
         data = real_bytes(fs, rel)
         counts["whole_files"] += 1
         counts["whole_bytes"] += len(data)
         return data
 
     def read_range(fs: StoreFS, rel: str, offset: int, length: int) -> bytes:
+        time.sleep(wait)
         data = real_range(fs, rel, offset, length)
         counts["ranges"] += 1
         counts["range_bytes"] += len(data)
@@ -337,6 +344,7 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
         assert real_ranges is not None
         if len(spans) < 2:  # through read_range
             return list(real_ranges(fs, rel, spans))
+        time.sleep(wait)  # the ranges go out together
         data = list(real_ranges(fs, rel, spans))
         counts["ranges"] += len(data)
         counts["range_bytes"] += sum(len(b) for b in data)
@@ -377,7 +385,7 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
     return {**result, "store": str(args.store), "store_mib": round(store_mib, 1), "fetched_mib": round(mib, 1),
             "requests": requests, **{k: counts[k] for k in ("whole_files", "ranges", "range_calls")},
             "whole_mib": round(counts["whole_bytes"] / 2**20, 1), "range_mib": round(counts["range_bytes"] / 2**20, 1),
-            "kib_per_pair": round(1024 * mib / max(result["pairs"], 1), 2)}
+            "kib_per_pair": round(1024 * mib / max(result["pairs"], 1), 2), "latency_ms": args.latency_ms}
 
 
 def fetched_table(args: argparse.Namespace) -> None:
@@ -537,6 +545,7 @@ def main() -> None:
     _run_options(m)
     f = sub.add_parser("fetched")
     f.add_argument("--store", required=True)
+    f.add_argument("--latency-ms", type=float, default=0.0, help="a round trip added to each request")
     _run_options(f)
     f.set_defaults(workers=0)
     t = sub.add_parser("fetched-table")

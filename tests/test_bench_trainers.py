@@ -109,7 +109,8 @@ def test_bench_loader_s3(store: Path) -> None:
 def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3_and_tables_them(store: Path, tmp_path: Path) -> None:
     pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
     pytest.importorskip("s3fs", reason="s3fs is not installed")
-    out = json.loads(bench("bench/loader.py", "fetched", "--store", store, "--steps", "4").strip().splitlines()[-1])
+    out = json.loads(bench("bench/loader.py", "fetched", "--store", store, "--steps", "4",
+                           "--latency-ms", "1").strip().splitlines()[-1])
     lines = tmp_path / "lines.jsonl"
     as_s3 = {k: v for k, v in out.items() if k != "fetched_mib"}  # an `s3` line counts nothing
     lines.write_text(json.dumps({"label": "tiny", "commit": "c0ffee", **out}) + "\n"
@@ -121,6 +122,7 @@ def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3_and_tables_them(
     assert out["requests"] == out["whole_files"] + out["ranges"] and out["whole_files"] > 0
     assert out["fetched_mib"] == pytest.approx(out["whole_mib"] + out["range_mib"], abs=0.11)
     assert out["fetched_mib"] > 0 and out["kib_per_pair"] > 0 and out["store_mib"] > 0
+    assert out["latency_ms"] == 1  # the round trip added to each request, recorded with the line
 
 
 def test_bench_shuffle_quality() -> None:

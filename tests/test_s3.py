@@ -190,8 +190,9 @@ def test_s3_catalog_records_are_fetched_once_and_again_when_changed(s3, monkeypa
 def test_s3_catalog_records_are_fetched_together_without_a_look_at_each(s3, monkeypatch):
     """An object store's catalog records are fetched several at a time, one request each (no
     look at whether each is a file first: a round trip per record, a thousand latencies for a
-    thousand records); a folder where a record belongs is still "not a file", and an error
-    reading a record that is a file (the network) is raised as it came."""
+    thousand records), and the segments' tables many at a time; a folder where a record belongs
+    is still "not a file", and an error reading a record that is a file (the network) is raised
+    as it came."""
     import pyarrow as pa
 
     from prior.featurestore import catalog
@@ -223,6 +224,12 @@ def test_s3_catalog_records_are_fetched_together_without_a_look_at_each(s3, monk
     looked.clear()  # (opening the store looks at its STORE.json)
     assert len(catalog.read_catalog(fs)) == 24
     assert widest[0] > 1 and looked == []
+    # the segments' tables too are read many at a time (more than a local disk's 4 threads)
+    from prior.featurestore.segment_files import read_frames
+
+    widest[0] = 0
+    frames = read_frames(fs, catalog.read_catalog(fs), "table.parquet", ["x"])
+    assert sorted(int(f["x"][0]) for f in frames) == list(range(24)) and widest[0] > 4
     # a folder where a record belongs: not a file (verify and gc see it; reads refuse it)
     catalog._RECORDS.clear()
     folder = f"store/catalog/{catalog.new_segment_id()}.json"
