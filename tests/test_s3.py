@@ -230,8 +230,35 @@ def test_s3_catalog_records_are_fetched_together_without_a_look_at_each(s3, monk
     widest[0] = 0
     frames = read_frames(fs, catalog.read_catalog(fs), "table.parquet", ["x"])
     assert sorted(int(f["x"][0]) for f in frames) == list(range(24)) and widest[0] > 4
+    # verify checks the files many at a time, and reports them as one after another would
+    from prior.featurestore import maintenance
+
+    segs = catalog.read_catalog(fs)
+    damaged_one = f"store/{segs[5].folder}/table.parquet"
+    s3.client.put_object(Bucket=bucket, Key=damaged_one, Body=b"not the table")
+    checking = maintenance._file_problem
+    widest[0] = 0
+
+    def check(fs_: StoreFS, seg: Any, inner: str, expected: dict[str, Any]) -> str | None:
+        with lock:
+            flight[0] += 1
+            widest[0] = max(widest[0], flight[0])
+        try:
+            time.sleep(0.02)
+            return checking(fs_, seg, inner, expected)
+        finally:
+            with lock:
+                flight[0] -= 1
+
+    monkeypatch.setattr(maintenance, "_file_problem", check)
+    report = verify_store(open_store(StoreRef(url, s3.options())))
+    assert widest[0] > 1 and report.checked_segments == 24 and report.damaged_segments == [segs[5].id]
+    assert report.damaged == [f"segment {segs[5].id} (resource r5): {segs[5].folder}/table.parquet has 13 bytes, "
+                              f"expected {segs[5].files['table.parquet']['size']}"]
+    s3.client.delete_object(Bucket=bucket, Key=damaged_one)
     # a folder where a record belongs: not a file (verify and gc see it; reads refuse it)
     catalog._RECORDS.clear()
+    looked.clear()
     folder = f"store/catalog/{catalog.new_segment_id()}.json"
     s3.client.put_object(Bucket=bucket, Key=f"{folder}/inner", Body=b"x")
     damaged: dict[str, str] = {}
