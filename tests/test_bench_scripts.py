@@ -512,3 +512,15 @@ def test_bench_run_queue_runs_waits_records_and_retries(tmp_path: Path) -> None:
     assert (tmp_path / "jobs.txt.logs" / "2.log").read_text().startswith("# ")
     run_script("run_queue.py", jobs, "--workers", "2", "--poll", "0.05", tmp_path=tmp_path)
     assert log.read_text().split() == ["one", "three", "two", "four", "four"]
+
+
+def test_bench_s3_verify_times_verify_on_moto(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+    """bench/s3_verify.py on the tiny store: copied to moto, verified whole, with the round trip
+    it adds to each request recorded."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e .[test])")
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    store, _ = tiny
+    out = json.loads(run_script("s3_verify.py", "--store", store, "--latency-ms", 1, tmp_path=tmp_path)
+                     .strip().splitlines()[-1])
+    assert out["ok"] is True and out["latency_ms"] == 1 and out["verify_s"] > 0
+    assert out["segments"] == len(list((store / "catalog").glob("*.json"))) and out["files"] >= out["segments"]

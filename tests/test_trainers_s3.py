@@ -212,7 +212,7 @@ def test_s3_reader_reads_a_compacted_segments_large_shards_by_ranges(
                                                and "--cache-mb 0.002" in warned[0])
     # 0.03 MB: what is fetched has 3.9 KB, a third of what the window's pieces take, while the
     # sentences' shares hold theirs with room to spare: once it fetches again, they lend it
-    # their spare room (the bound the same), and the next read fetches nothing
+    # their spare room (the bound the same), and from then on a read fetches nothing
     lending = reader.SplitReader(index, tiny_tokenizer(), 64, piece=8, cache_mb=0.03)
     assert lending.files is not None
     bounds = sum(c.max_bytes for c in (lending.parses, lending.segments, lending.indexes, lending.files,
