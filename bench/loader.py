@@ -73,12 +73,15 @@ pass over the store, each round, and the distinct words per row group.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +276,27 @@ def numbered(args: argparse.Namespace) -> None:
             print(out.stdout.strip().splitlines()[-1], flush=True)
 
 
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """moto's S3 API server as a process of its own on a free local port, up: its endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def _bucket(store: str, endpoint: str) -> tuple[str, dict[str, Any]]:
     """A new bucket at the S3 API ``endpoint`` holding a copy of ``store``: its URL and options."""
     import uuid
@@ -315,7 +339,6 @@ def s3(args: argparse.Namespace) -> None:
 
 def fetched(args: argparse.Namespace) -> dict[str, Any]:
     """What a run fetches from the store on S3 (module docstring)."""
-    import socket
     from collections import Counter
 
     from prior.featurestore.fs import StoreFS
@@ -351,19 +374,7 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
         counts["range_calls"] += 1
         return data
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    with moto_server() as endpoint:
         url, options = _bucket(args.store, endpoint)
         counted = {"read_bytes": read_bytes, "read_range": read_range}
         if real_ranges is not None:
@@ -376,9 +387,6 @@ def fetched(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             for name, fn in real.items():
                 setattr(StoreFS, name, fn)
-    finally:
-        server.terminate()
-        server.wait()
     requests = counts["whole_files"] + counts["ranges"]
     mib = (counts["whole_bytes"] + counts["range_bytes"]) / 2**20
     store_mib = sum(p.stat().st_size for p in Path(args.store).rglob("*") if p.is_file()) / 2**20

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from loader import _bucket  # noqa: E402  (bench/ is the script's directory)
+from loader import _bucket, moto_server  # noqa: E402  (bench/ is the script's directory)
 
 #: the `StoreFS` methods that make a request, each delayed by ``--latency-ms``
 REQUESTS = ("exists", "is_file", "size", "open", "read_bytes", "read_range", "read_ranges")
@@ -54,27 +52,13 @@ def main() -> None:
     from prior.featurestore import StoreRef, open_store
     from prior.featurestore.maintenance import verify_store
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        url, options = _bucket(args.store, f"http://127.0.0.1:{port}")
+    with moto_server() as endpoint:
+        url, options = _bucket(args.store, endpoint)
         if args.latency_ms:
             with_latency(args.latency_ms / 1000)
         t0 = time.perf_counter()
         report = verify_store(open_store(StoreRef(url, options), create=False))
         seconds = time.perf_counter() - t0
-    finally:
-        server.terminate()
-        server.wait()
     print(json.dumps({"store": args.store, "latency_ms": args.latency_ms, "verify_s": round(seconds, 2),
                       "segments": report.checked_segments, "files": report.checked_files, "ok": report.ok}))
 
