@@ -80,15 +80,16 @@ class LruCache(Generic[T]):
             return value
         self._items[key] = (value, size)
         self.nbytes += size
-        while self.nbytes > self.max_bytes and self._items:
-            old, (_, dropped) = self._items.popitem(last=False)
-            self._dropped.add(old)
-            self.nbytes -= dropped
+        self._fit()
         return value
 
     def resize(self, max_bytes: int) -> None:
         """A new bound; the least recently used values dropped until the others fit it."""
         self.max_bytes = max(0, int(max_bytes))
+        self._fit()
+
+    def _fit(self) -> None:
+        """Drop the least recently used values until the rest fit the bound."""
         while self.nbytes > self.max_bytes and self._items:
             old, (_, dropped) = self._items.popitem(last=False)
             self._dropped.add(old)
