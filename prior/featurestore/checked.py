@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from prior.featurestore.catalog import Segment, repair
 from prior.featurestore.errors import StoreError
-from prior.featurestore.fs import StoreFS
+from prior.featurestore.fs import StoreFS, concurrently
 
 if TYPE_CHECKING:
     from prior.featurestore.tensors import KeptPieces
@@ -141,14 +141,7 @@ def _accept(fs: StoreFS, segment: Segment, inner: str, nbytes: int, blake2b: str
 def _each(fs: StoreFS, inners: Sequence[str], work: Callable[[str], T]) -> list[T]:
     """``work`` of each of ``inners``, in order: on an object store by a few threads at once
     (each file a round trip there)."""
-    if fs.local or len(inners) < 2:
-        return [work(inner) for inner in inners]
-    from concurrent.futures import ThreadPoolExecutor
-
-    # a pool per call: a loader worker forked while a shared pool's threads lived would inherit a
-    # pool without threads
-    with ThreadPoolExecutor(min(FETCH_THREADS, len(inners)), thread_name_prefix="prior-fetch") as pool:
-        return list(pool.map(work, inners))
+    return concurrently(inners, work, 1 if fs.local else FETCH_THREADS)
 
 
 @dataclass(frozen=True)

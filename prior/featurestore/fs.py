@@ -23,9 +23,9 @@ import posixpath
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -38,8 +38,24 @@ from prior.featurestore.ref import StoreRef
 LOCAL_TAG_AGE_NS = 2_000_000_000
 
 
-#: files of an object store `StoreFS.read_files` fetches at once (the catalog's records)
+#: files of an object store read or checked at once (the catalog's records, a split's key
+#: columns, verify's files): each is a round trip there
 READ_FILES_AT_ONCE = 16
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def concurrently(items: Sequence[T], work: Callable[[T], R], threads: int) -> list[R]:
+    """``work`` of each of ``items``, in order, by up to ``threads`` threads (one: in this
+    thread). A pool per call: a loader worker forked while a shared pool's threads lived would
+    inherit a pool without threads. The first error raised is raised here."""
+    if threads < 2 or len(items) < 2:
+        return [work(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="prior-io") as pool:
+        return list(pool.map(work, items))
 
 
 def temporary_of(name: str, target: str) -> bool:
@@ -111,14 +127,7 @@ class StoreFS:
             except OSError as exc:
                 return exc
 
-        if self.local or len(rels) < 2:
-            return [read(rel) for rel in rels]
-        from concurrent.futures import ThreadPoolExecutor
-
-        # a pool per call: a loader worker forked while a shared pool's threads lived would
-        # inherit a pool without threads
-        with ThreadPoolExecutor(min(READ_FILES_AT_ONCE, len(rels)), thread_name_prefix="prior-files") as pool:
-            return list(pool.map(read, rels))
+        return concurrently(rels, read, 1 if self.local else READ_FILES_AT_ONCE)
 
     def read_range(self, rel: str, offset: int, length: int) -> bytes:
         """``length`` bytes of file ``rel`` from byte ``offset`` (fewer where the file ends

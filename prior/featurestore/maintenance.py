@@ -27,7 +27,7 @@ from prior.featurestore.catalog import (
     read_catalog,
 )
 from prior.featurestore.errors import StoreError
-from prior.featurestore.fs import READ_FILES_AT_ONCE, StoreFS, temporary_of
+from prior.featurestore.fs import READ_FILES_AT_ONCE, StoreFS, concurrently, temporary_of
 from prior.featurestore.lease import ID_LENGTH, LEASES, LeaseInfo, claims, gone_builds, read_leases, stale
 from prior.featurestore.missing import incomplete_pairs, rebuild_recipes, short_splits
 from prior.featurestore.recipe import Recipe
@@ -179,13 +179,7 @@ def _segments_problems(fs: StoreFS, segments: Sequence[Segment]) -> list[list[st
     def check(job: tuple[int, Segment, str, dict[str, Any]]) -> str | None:
         return _file_problem(fs, *job[1:])
 
-    if fs.local or len(jobs) < 2:
-        found = [check(job) for job in jobs]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(READ_FILES_AT_ONCE, len(jobs)), thread_name_prefix="prior-verify") as pool:
-            found = list(pool.map(check, jobs))
+    found = concurrently(jobs, check, 1 if fs.local else READ_FILES_AT_ONCE)
     out: list[list[str]] = [[] for _ in segments]
     for (k, *_), problem in zip(jobs, found):
         if problem is not None:

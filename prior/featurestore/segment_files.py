@@ -26,7 +26,7 @@ from prior.featurestore.checked import (
     read_checked,
     read_checked_files,
 )
-from prior.featurestore.fs import READ_FILES_AT_ONCE, StoreFS
+from prior.featurestore.fs import READ_FILES_AT_ONCE, StoreFS, concurrently
 from prior.featurestore.key_numbers import KeyTextError, frame_key_numbers
 from prior.featurestore.parse_columns import ANNOTATIONS
 from prior.featurestore.read_ahead import read_ahead
@@ -254,13 +254,11 @@ def _read_each(fs: StoreFS, segments: Sequence[Segment], inner: str,
     """`read_frame` of each segment: on a local disk by `_READ_THREADS` threads (the work is
     the files' decoding), on an object store by as many as `READ_FILES_AT_ONCE` (each file
     waits on a round trip there)."""
-    threads = _READ_THREADS if fs.local else min(READ_FILES_AT_ONCE, len(segments))
-    if len(segments) < (2 * _READ_THREADS if fs.local else 2):
-        return [read_frame(fs, s, inner, columns) for s in segments]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(threads, thread_name_prefix="prior-read") as pool:
-        return list(pool.map(lambda s: read_frame(fs, s, inner, columns), segments))
+    if fs.local:
+        threads = _READ_THREADS if len(segments) >= 2 * _READ_THREADS else 1
+    else:
+        threads = READ_FILES_AT_ONCE
+    return concurrently(segments, lambda s: read_frame(fs, s, inner, columns), threads)
 
 
 def key_items(fs: StoreFS, segments: Sequence[Segment], inner: str, column: str) -> pl.DataFrame:
