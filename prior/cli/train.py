@@ -7,6 +7,7 @@ training is one line saying what can be resumed, and exit 130.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from enum import StrEnum
@@ -155,13 +156,13 @@ def _specs(given: dict[str, Any], recorded: Any, ref: StoreRef) -> tuple[Any, An
     if twice := sorted(set(params) & set(dotted)):
         raise PriorError(f"feature parameter {', '.join(twice)} is given twice")
     model_options = _model_options(name, plain, feature)
-    opened = open_store(ref, create=False)
-    dataset = given.get("dataset") or StoredDataset.resolve(opened, None).name
-    dev_split = stored_split(opened, dataset, given["dev_split"]) if "dev_split" in given else None
+    store = functools.cache(lambda: open_store(ref, create=False))  # opened only if a name needs it
+    dataset = given.get("dataset") or StoredDataset.resolve(store(), None).name
+    dev_split = stored_split(store(), dataset, given["dev_split"]) if "dev_split" in given else None
+    eval_splits = tuple(stored_splits(store(), dataset, given["eval_split"])) if given.get("eval_split") else ()
     model_spec = ModelSpec(model=given["model"], backbone=given.get("backbone"), overrides=overrides,
                            options=model_options, seed=given.get("seed", 42))
-    data_spec = DataSpec(dataset=dataset, dev_split=dev_split,
-                         eval_splits=tuple(stored_splits(opened, dataset, given.get("eval_split", ()))),
+    data_spec = DataSpec(dataset=dataset, dev_split=dev_split, eval_splits=eval_splits,
                          limit=given.get("limit"), sample=given.get("sample"), sample_seed=given.get("sample_seed", 0),
                          feature_params={**params, **dotted} or None, feature_entry=given.get("entry"),
                          view=given.get("view"), parser=given.get("parser"), parse=given.get("parse"),
