@@ -411,7 +411,7 @@ def fetched_table(args: argparse.Namespace) -> None:
     def side(label: str, commit: str) -> str:
         return f"{label} ({commit})" if commit else label
 
-    fetched = {k: v for k, v in rows.items() if "fetched_mib" in v[0]}
+    fetched = {k: v for k, v in rows.items() if "fetched_mib" in v[0] and not v[0].get("latency_ms")}
     for title, whole in (("One epoch", True), ("Part of an epoch", False)):
         chosen = {k: v for k, v in fetched.items() if (v[0]["pairs"] >= v[0]["split_pairs"]) == whole}
         if not chosen:
@@ -426,6 +426,16 @@ def fetched_table(args: argparse.Namespace) -> None:
                   f"({d['whole_mib']:,.1f}) | {d['ranges']:,} in {d['range_calls']:,} ({d['range_mib']:,.1f}) "
                   f"| {d['kib_per_pair']:.2f} | {some([r['first_batch_s'] for r in runs], '.2f')} "
                   f"| {some([r['pairs_per_s'] for r in runs])} |")
+        print()
+    delayed = {k: v for k, v in rows.items() if v[0].get("latency_ms")}
+    if delayed:
+        print("With a round trip added to each request (`--latency-ms`), one process:\n")
+        print("| side | batches | ms a request | index s | first batch s | whole files | ranges |")
+        print("|---|---|---|---|---|---|---|")
+        for (label, commit, _), runs in delayed.items():
+            d = runs[0]
+            print(f"| {side(label, commit)} | {d['batches']:,} | {d['latency_ms']:g} | {some([r['index_s'] for r in runs], '.1f')} "
+                  f"| {some([r['first_batch_s'] for r in runs], '.1f')} | {d['whole_files']:,} | {d['ranges']:,} |")
         print()
     sides: dict[tuple[str, str, int], dict[str, list[dict[str, Any]]]] = {}
     for (label, commit, batches), runs in rows.items():

@@ -4,6 +4,8 @@ code against new, interleaved.
     git archive <old revision> | tar -x -C /tmp/prior-old      # the code before checked reads
     prior build --dataset sick --features sdoi,wup,dep --parser spacy --store /tmp/sick
     python bench/reliability.py --store /tmp/sick --old-src /tmp/prior-old --rounds 7
+    python bench/reliability.py --store /tmp/sick --breakdown --rounds 5 > LINES.jsonl
+    python bench/reliability.py --table LINES.jsonl   # the breakdown's row
 
 Each measurement is a fresh Python process (so the checks' once-per-process cache starts
 empty), importing either the old source tree or this one, that reads ``frame(feature,
@@ -107,9 +109,24 @@ def breakdown(store: str, dataset: str, features: str) -> dict:
             **{k: round(v, 4) for k, v in spent.items()}}
 
 
+def breakdown_table(path: str) -> None:
+    """The range over rounds of each part of ``--breakdown`` lines, as one Markdown row."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+    def span(values: list[float], fmt: str) -> str:
+        return f"{min(values):{fmt}}–{max(values):{fmt}}"
+
+    hashing = [r["read_checked"] - r["reading_in_checked"] for r in rows]
+    print("| rounds | pass wall s | checks s | share % | hashing and comparing files s | catalog records s | links s |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {len(rows)} | {span([r['pass_s'] for r in rows], '.2f')} | {span([r['checks_s'] for r in rows], '.3f')} "
+          f"| {span([100 * r['fraction'] for r in rows], '.1f')} | {span(hashing, '.4f')} "
+          f"| {span([r['record_problem'] for r in rows], '.4f')} | {span([r['inside'] for r in rows], '.4f')} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", required=True)
+    ap.add_argument("--store")
     ap.add_argument("--old-src", type=Path, help="source tree of the code without checked reads (required "
                                                  "unless --breakdown)")
     ap.add_argument("--new-src", type=Path, default=REPO)
@@ -118,7 +135,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--breakdown", action="store_true", help="time the checks' share of one cold pass instead")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out", help="folder of the result file")
+    ap.add_argument("--table", metavar="LINES.jsonl", help="print the table of --breakdown lines (one a round)")
     args = ap.parse_args()
+    if args.table:
+        breakdown_table(args.table)
+        return
+    if not args.store:
+        ap.error("--store is required")
     if args.breakdown:
         sys.path.insert(0, str(args.new_src))
         for _ in range(args.rounds):

@@ -1,6 +1,7 @@
 """`prior store verify` of a store on moto's S3 API server, timed, with a round trip per request.
 
     python bench/s3_verify.py --store /tmp/S500w --latency-ms 20
+    python bench/s3_verify.py --table LINES.jsonl     # the table of such lines, each with label and commit
 
 Starts moto's server as its own process, copies ``--store`` into a bucket and times
 `verify_store` there (the tree, every catalog record, every committed file's size and checksum,
@@ -44,11 +45,28 @@ def with_latency(seconds: float) -> None:
         setattr(StoreFS, name, delayed)
 
 
+def table(path: str) -> None:
+    """The Markdown table of lines this script printed, each with a ``label`` and ``commit``."""
+    print("| code | ms a request | verify s | segments | files | whole |")
+    print("|---|---|---|---|---|---|")
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            print(f"| {d['label']} ({d['commit']}) | {d['latency_ms']:g} | {d['verify_s']:.1f} | {d['segments']:,} "
+                  f"| {d['files']:,} | {'yes' if d['ok'] else 'no'} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--store", required=True)
+    p.add_argument("--store")
     p.add_argument("--latency-ms", type=float, default=0.0)
+    p.add_argument("--table", metavar="LINES.jsonl", help="print the table of such lines (with label, commit)")
     args = p.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    if not args.store:
+        p.error("--store is required")
     from prior.featurestore import StoreRef, open_store
     from prior.featurestore.maintenance import verify_store
 

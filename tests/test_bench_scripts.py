@@ -472,6 +472,9 @@ def test_bench_reliability_pairs_two_trees_and_breaks_the_checks_down(tiny: tupl
                      "--breakdown", "--rounds", "2", tmp_path=tmp_path)
     rounds = [json.loads(line) for line in out.splitlines()]
     assert len(rounds) == 2
+    (tmp_path / "rounds.jsonl").write_text(out)
+    row = run_script("reliability.py", "--table", tmp_path / "rounds.jsonl", tmp_path=tmp_path).splitlines()[-1]
+    assert row.startswith("| 2 | ") and row.count("–") == 6
     for parts in rounds:  # every wrapped function was called within each cold pass: none measures nothing
         assert all(parts[k] > 0 for k in ("read_checked", "reading_in_checked", "record_problem", "inside")), parts
         assert 0 < parts["checks_s"] < parts["pass_s"]
@@ -524,3 +527,6 @@ def test_bench_s3_verify_times_verify_on_moto(tiny: tuple[Path, Path], tmp_path:
                      .strip().splitlines()[-1])
     assert out["ok"] is True and out["latency_ms"] == 1 and out["verify_s"] > 0
     assert out["segments"] == len(list((store / "catalog").glob("*.json"))) and out["files"] >= out["segments"]
+    (tmp_path / "lines.jsonl").write_text(json.dumps({"label": "tiny", "commit": "c0ffee", **out}) + "\n")
+    row = run_script("s3_verify.py", "--table", tmp_path / "lines.jsonl", tmp_path=tmp_path).splitlines()[-1]
+    assert row == (f"| tiny (c0ffee) | 1 | {out['verify_s']:.1f} | {out['segments']:,} | {out['files']:,} | yes |")

@@ -113,9 +113,12 @@ def test_bench_loader_fetched_counts_what_a_run_fetches_from_s3_and_tables_them(
                            "--latency-ms", "1").strip().splitlines()[-1])
     lines = tmp_path / "lines.jsonl"
     as_s3 = {k: v for k, v in out.items() if k != "fetched_mib"}  # an `s3` line counts nothing
-    lines.write_text(json.dumps({"label": "tiny", "commit": "c0ffee", **out}) + "\n"
-                     + json.dumps({"label": "tiny, local", "commit": "c0ffee", **as_s3}) + "\n")
+    lines.write_text(json.dumps({"label": "tiny", "commit": "c0ffee", **out, "latency_ms": 0}) + "\n"
+                     + json.dumps({"label": "tiny, local", "commit": "c0ffee", **as_s3}) + "\n"
+                     + json.dumps({"label": "tiny delayed", "commit": "c0ffee", **out}) + "\n")
     table = bench("bench/loader.py", "fetched-table", lines)
+    delayed = table.split("With a round trip added to each request")[1].split("With the loader's workers")[0]
+    assert f"| tiny delayed (c0ffee) | 4 | 1 | {out['index_s']:.1f} | " in delayed and "| tiny (" not in delayed
     assert f"| tiny (c0ffee) | 4 | {out['fetched_mib']:,.1f} | {out['whole_files']:,} (" in table
     assert "Part of an epoch" in table and "| tiny (c0ffee) | 4 | " in table.split("With the loader's workers")[1]
     assert out["workers"] == 0 and out["batches"] == 4 and out["store"] == str(store)
